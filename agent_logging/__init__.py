@@ -1,0 +1,148 @@
+"""agent_logging: the same identifiers in every record, across every layer and process hop.
+
+Five-minute tour::
+
+    import agent_logging
+
+    agent_logging.configure(service="node-agent", layer="node", env="prod")
+    log = agent_logging.get_logger(__name__)
+    agent_logging.bind(node_id="n-17", node_instance_id="ni-3")
+    with agent_logging.bound(allocation_id="a-9", workflow_id="wf-2"):
+        log.info("task claimed", task="reimage")
+
+Every record is one JSON line (DESIGN §4). See README.md for propagation over HTTP,
+subprocesses, job payloads and SQL, and for durable shipping to Loki.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent_logging import _context, _otel, _propagation, _state
+from agent_logging._config import Settings, configure, get_logger, shutdown
+from agent_logging._context import bind, bound, unbind
+from agent_logging._ids import new_correlation_id
+from agent_logging._threads import ContextThreadPoolExecutor, carry_context
+from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS, OWNER_LAYERS
+from agent_logging.errors import (
+    AgentLoggingError,
+    ConfigurationError,
+    InvalidIdentifierError,
+    SpoolError,
+    SpoolFullError,
+)
+
+__all__ = [
+    "CONTEXT_KEYS",
+    "IDENTIFIER_KEYS",
+    "OWNER_LAYERS",
+    "AgentLoggingError",
+    "ConfigurationError",
+    "ContextThreadPoolExecutor",
+    "InvalidIdentifierError",
+    "Settings",
+    "SpoolError",
+    "SpoolFullError",
+    "bind",
+    "bound",
+    "carry_context",
+    "configure",
+    "current_ids",
+    "env",
+    "get_logger",
+    "headers",
+    "health",
+    "ids_from_headers",
+    "ids_from_payload",
+    "new_correlation_id",
+    "payload",
+    "shutdown",
+    "sql_comment",
+    "unbind",
+]
+
+__version__ = "0.1.0"
+
+
+def current_ids() -> dict[str, str]:
+    """The identifiers known now: process-wide ones, then those bound in this context, then
+    the active OpenTelemetry span's ``trace_id``/``span_id``.
+
+    Returns:
+        A new dict; keys are among :data:`CONTEXT_KEYS`, unknown ones absent.
+    """
+    pipeline = _state.pipeline
+    ids = dict(pipeline.base_ids) if pipeline is not None else {}
+    ids.update(_context.current())
+    span = _otel.span_ids()
+    if span is not None:
+        ids["trace_id"], ids["span_id"] = span
+    return ids
+
+
+def headers() -> dict[str, str]:
+    """Outbound HTTP headers for the current context: ``traceparent``, ``baggage`` (the five
+    identifiers) and ``X-Correlation-ID``, each only when known.
+
+    Send them only to peers you trust: the integrations in ``agent_logging.integrations`` check
+    the host against ``propagate_hosts`` for you.
+    """
+    return _propagation.render_headers(current_ids())
+
+
+def ids_from_headers(request_headers: Mapping[str, str] | Any) -> dict[str, str]:
+    """Identifiers carried by incoming headers (the inverse of :func:`headers`).
+
+    Args:
+        request_headers: a mapping or (name, value) pairs; names are case-insensitive.
+
+    Returns:
+        The acceptable identifiers; unsafe or malformed values are left out (never raises).
+    """
+    return _propagation.parse_headers(request_headers)[0]
+
+
+def env() -> dict[str, str]:
+    """``AGENT_LOGGING_*`` variables that hand the current identifiers to a subprocess.
+
+    ``configure()`` in the child reads them and binds them process-wide::
+
+        subprocess.run(cmd, env={**os.environ, **agent_logging.env()})
+    """
+    return _propagation.env_for_child(current_ids())
+
+
+def payload() -> dict[str, str]:
+    """The current identifiers as a plain dict for job payloads (AAP/EDA ``extra_vars``,
+    queue messages); :func:`ids_from_payload` reads them back on the other side."""
+    return current_ids()
+
+
+def ids_from_payload(data: Mapping[str, Any]) -> dict[str, str]:
+    """Identifiers found in a job payload; unsafe values are left out (never raises)."""
+    from agent_logging._ids import problem
+
+    return {
+        key: value
+        for key in CONTEXT_KEYS
+        if (value := data.get(key)) is not None and problem(key, value) is None
+    }
+
+
+def sql_comment() -> str:
+    """A sqlcommenter comment with the current identifiers, to append to a SQL statement so
+    PostgreSQL's own logs carry them: ``/*allocation_id='a-9',correlation_id='c-1'*/``.
+
+    Values are URL-encoded per the sqlcommenter spec; the result is safe to append.
+    """
+    return _propagation.sql_comment_for(current_ids())
+
+
+def health() -> dict[str, Any]:
+    """Pipeline and shipping health: records, failures, and for the durable path the spool's
+    depth, oldest unsent age, sent, retried, dropped and dead-lettered counts."""
+    pipeline = _state.pipeline
+    if pipeline is None:
+        return {"configured": False}
+    return pipeline.health()

@@ -1,0 +1,241 @@
+"""The durable path as one pipeline sink: record → spool → shipper thread → Loki.
+
+Layout of ``spool_dir`` (the root)::
+
+    ROOT/<service>/            this service's spool (see ``_spool``), owned by one process
+    ROOT/<service>.<pid>/      a second process of the same service (a forked worker, say)
+    ROOT/<dir>/dead-letter.ndjson   entries Loki refused, with its reason
+
+At start the process also adopts every other spool under the root that nobody holds (its
+owner died, or was replaced by this process after a restart or an upgrade), ships it in the
+background and removes it once empty. ``agent-logging drain`` walks the same layout.
+
+The hot path is :meth:`Durable.write`: one ``Spool.append`` (a framed ``os.write``). Shipping,
+fsync, adoption and health records all happen on background threads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from agent_logging import _state
+from agent_logging._loki_client import LokiClient
+from agent_logging._shipper import Shipper
+from agent_logging._spool import Spool
+from agent_logging._types import EventDict
+
+if TYPE_CHECKING:
+    from agent_logging._config import Settings
+
+__all__ = ["DEAD_LETTER_NAME", "Durable", "client_for", "spool_dirs"]
+
+DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: How long an adopted orphan spool may take to ship before the adopter gives up for now.
+_ADOPT_DEADLINE_S: Final = 3600.0
+
+
+def client_for(settings: Settings) -> LokiClient:
+    """A Loki client from the ``loki_*`` settings."""
+    basic = None
+    if settings.loki_username is not None:
+        basic = (settings.loki_username, settings.loki_password or "")
+    return LokiClient(
+        settings.loki_url or "",
+        tenant=settings.loki_tenant,
+        basic_auth=basic,
+        bearer_token=settings.loki_bearer_token,
+        ca_bundle=settings.loki_ca_bundle,
+        encoding=settings.loki_encoding,
+    )
+
+
+def spool_dirs(root: Path) -> list[Path]:
+    """The spool directories under ``root`` (or ``root`` itself if it is one), sorted."""
+    if (root / "lock").exists() or any(root.glob("seg-*.spool")):
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(
+        path
+        for path in root.iterdir()
+        if path.is_dir() and ((path / "lock").exists() or any(path.glob("seg-*.spool")))
+    )
+
+
+def _spool_kwargs(settings: Settings) -> dict[str, Any]:
+    return {
+        "max_bytes": settings.spool_max_bytes,
+        "segment_bytes": min(8 * 1024 * 1024, settings.spool_max_bytes // 2),
+        "full_policy": settings.spool_full_policy,
+        "fsync": settings.spool_fsync,
+    }
+
+
+class Durable:
+    """A pipeline sink that spools every record and ships it from a background thread."""
+
+    def __init__(self, settings: Settings, spool: Spool, client: LokiClient) -> None:
+        self.settings = settings
+        self.spool = spool
+        self.client = client
+        self.shipper = self._shipper_for(spool, client)
+        self._forked = False
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._adopted = 0
+
+    def _shipper_for(self, spool: Spool, client: LokiClient) -> Shipper:
+        settings = self.settings
+        spool.wake_bytes = settings.batch_max_bytes
+        return Shipper(
+            spool,
+            client,
+            max_batch_bytes=settings.batch_max_bytes,
+            batch_interval_s=settings.batch_interval_s,
+            dead_letter_path=spool.directory / DEAD_LETTER_NAME,
+            node_id_label=settings.node_id_label,
+            default_labels={
+                "service_name": settings.service,
+                "layer": settings.layer,
+                "env": settings.env,
+            },
+            on_error=lambda message: _state.internal_logger.warning("shipping: %s", message),
+        )
+
+    @classmethod
+    def start(cls, settings: Settings) -> Durable:
+        """Open this process's spool under ``settings.spool_dir`` and start shipping.
+
+        Raises:
+            SpoolError: the spool directory cannot be created or opened.
+            ConfigurationError: a spool or Loki setting is invalid.
+        """
+        durable = cls(settings, _open_own_spool(settings), client_for(settings))
+        durable._start_threads()
+        return durable
+
+    def _start_threads(self) -> None:
+        self.shipper.start()
+        self._spawn("agent-logging-adopt", self._adopt_orphans)
+        if self.settings.health_interval_s > 0:
+            self._spawn("agent-logging-health", self._health_loop)
+
+    def _spawn(self, name: str, target: Any) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    # -- the hot path --------------------------------------------------------------------
+
+    def write(self, ts_ns: int, line: bytes, record: EventDict) -> None:
+        if self._forked:
+            self._reopen_in_child()
+        self.spool.append(ts_ns, line)
+
+    # -- background work -----------------------------------------------------------------
+
+    def _adopt_orphans(self) -> None:
+        root = self.settings.spool_dir
+        if root is None:
+            return
+        for directory in spool_dirs(root):
+            if self._stop.is_set():
+                return
+            if directory == self.spool.directory:
+                continue
+            try:
+                orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
+            except Exception as exc:  # noqa: BLE001 - a broken orphan must not stop this one
+                _state.report_once(f"adopt:{directory}", f"cannot adopt spool {directory}: {exc}")
+                continue
+            if orphan is None:
+                continue  # a live process owns it
+            with orphan:
+                shipper = self._shipper_for(orphan, self.client)
+                emptied = shipper.ship_pending(_ADOPT_DEADLINE_S)
+                self._adopted += shipper.stats()["records_sent"]
+            if emptied and not (directory / DEAD_LETTER_NAME).exists():
+                shutil.rmtree(directory, ignore_errors=True)
+
+    def _health_loop(self) -> None:
+        while not self._stop.wait(self.settings.health_interval_s):
+            pipeline = _state.pipeline
+            if pipeline is None:
+                continue
+            fields: dict[str, Any] = {"event": "shipping health", "logger": "agent_logging.health"}
+            fields.update(self.health())
+            pipeline.handle("info", fields)
+
+    def health(self) -> dict[str, Any]:
+        """Spool depth, oldest unsent age, sent, retried, dropped, dead-lettered and more."""
+        stats = self.spool.stats()
+        shipped = self.shipper.stats()
+        oldest = stats.oldest_ts_ns
+        return {
+            "spool_records": stats.records,
+            "spool_bytes": stats.bytes,
+            "oldest_unsent_age_s": (
+                round(max(0.0, (time.time_ns() - oldest) / 1e9), 3) if oldest else 0.0
+            ),
+            "sent": shipped.get("records_sent", 0),
+            "retried": shipped.get("retried", 0),
+            "dropped": stats.dropped,
+            "dead_lettered": shipped.get("dead_lettered", 0),
+            "torn": stats.torn,
+            "corrupt": stats.corrupt,
+            "write_errors": stats.write_errors,
+            "adopted": self._adopted,
+            "last_error": shipped.get("last_error"),
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def flush(self, timeout_s: float) -> bool:
+        """Ship everything spooled so far; True when the spool emptied in time."""
+        return self.shipper.flush(timeout_s)
+
+    def close(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        self._stop.set()
+        try:
+            self.shipper.stop(timeout_s=max(0.0, deadline - time.monotonic()))
+        finally:
+            for thread in self._threads:
+                thread.join(max(0.0, min(0.5, deadline - time.monotonic())))
+            self.spool.close()
+            self.client.close()
+
+    def after_fork_in_child(self) -> None:
+        # Runs in the child right after fork: only mark; the child's first write reopens.
+        self.spool.after_fork_in_child()
+        self.shipper.after_fork_in_child()
+        self.client.after_fork_in_child()
+        self._forked = True
+        self._threads = []
+
+    def _reopen_in_child(self) -> None:
+        self._forked = False
+        self._stop = threading.Event()
+        self.spool = _open_own_spool(self.settings)
+        self.shipper = self._shipper_for(self.spool, self.client)
+        self._start_threads()
+
+
+def _open_own_spool(settings: Settings) -> Spool:
+    root = settings.spool_dir
+    if root is None:  # pragma: no cover - configure() requires it with loki_url
+        raise ValueError("spool_dir is required")
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = _UNSAFE_NAME.sub("_", settings.service) or "service"
+    kwargs = _spool_kwargs(settings)
+    spool = Spool.try_open(root / name, **kwargs)
+    if spool is None:
+        spool = Spool.open(root / f"{name}.{os.getpid()}", **kwargs)
+    return spool

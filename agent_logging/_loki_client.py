@@ -1,0 +1,437 @@
+"""The HTTP edge to Loki: push entries, query them back.
+
+:meth:`LokiClient.push` never raises for anything the network or Loki does: it answers with a
+:class:`PushResult` whose ``outcome`` tells the shipper what to do next:
+
+- ``ok``: a 2xx, the entries are stored;
+- ``retry``: try the same entries again later: 429, 5xx, 408, timeouts, refused or reset
+  connections, and 401/403/404 (our own credentials, tenant or URL are wrong: that gets fixed,
+  and until then the spool keeps the data rather than the shipper throwing it away);
+- ``reject``: Loki refuses the content itself (400 line too long / too old, 413 body too
+  large, other 4xx); the shipper splits the batch to find the entries at fault.
+
+Queries (:meth:`LokiClient.query_range`, :meth:`LokiClient.iter_query_range`) serve
+``agent-logging drain`` and the correlator; they raise :class:`LokiQueryError` on failure.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import ssl
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any, Final, Literal
+
+import httpx
+import orjson
+
+from agent_logging._push import PushEntry, encode_body
+from agent_logging.errors import AgentLoggingError, ConfigurationError
+
+__all__ = [
+    "DEFAULT_QUERY_LIMIT",
+    "PUSH_PATH",
+    "QUERY_RANGE_PATH",
+    "LokiClient",
+    "LokiQueryError",
+    "PushResult",
+    "QueriedEntry",
+    "classify_response",
+    "parse_retry_after",
+]
+
+PUSH_PATH: Final = "/loki/api/v1/push"
+QUERY_RANGE_PATH: Final = "/loki/api/v1/query_range"
+
+#: Loki's default ``max_entries_limit_per_query``: a larger ``limit`` is refused with a 400.
+DEFAULT_QUERY_LIMIT: Final = 5000
+
+# Statuses that are our configuration's fault, not the data's: retried, never dead-lettered.
+_MISCONFIGURED: Final = {
+    401: "Loki refused our credentials",
+    403: "Loki refused our credentials or tenant",
+    404: "no Loki push endpoint at this URL",
+}
+
+# Loki's error bodies are one line; a proxy's HTML page can be long. Reasons stay readable.
+_MAX_REASON_CHARS: Final = 1024
+
+Outcome = Literal["ok", "retry", "reject"]
+
+
+class LokiQueryError(AgentLoggingError):
+    """A query to Loki failed: unreachable, refused (non-2xx), or answered with a bad body."""
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    """What became of one push.
+
+    Attributes:
+        outcome: ``ok`` (stored), ``retry`` (send the same entries again later) or
+            ``reject`` (Loki refuses the content; do not resend it unchanged).
+        status: the HTTP status, or None when no response arrived.
+        retry_after_s: Loki's ``Retry-After``, in seconds, when it sent one.
+        reason: why, in words; Loki's own message for refusals.
+    """
+
+    outcome: Outcome
+    status: int | None
+    retry_after_s: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueriedEntry:
+    """One entry returned by a query.
+
+    Attributes:
+        labels: stream labels merged with the entry's structured metadata (and parsed labels).
+        ts_ns: the entry's timestamp, nanoseconds since the UNIX epoch.
+        line: the log line.
+    """
+
+    labels: dict[str, str] = field(hash=False)
+    ts_ns: int
+    line: str
+
+
+def parse_retry_after(value: str | None, *, now_unix_s: float) -> float | None:
+    """Parse a ``Retry-After`` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+
+    Args:
+        value: the header value, or None when absent.
+        now_unix_s: the current time, to turn a date into a delay.
+
+    Returns:
+        The delay in seconds (0 for a date in the past), or None when absent or unparsable.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an obsolete date form without zone: HTTP dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now_unix_s)
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    if len(text) > _MAX_REASON_CHARS:
+        return text[:_MAX_REASON_CHARS] + "..."
+    return text
+
+
+def classify_response(
+    status: int, body: str, retry_after: str | None, *, now_unix_s: float
+) -> PushResult:
+    """Decide what a push response means for the entries sent.
+
+    Args:
+        status: the HTTP status.
+        body: the response body as text (Loki puts its reason there).
+        retry_after: the ``Retry-After`` header, if any.
+        now_unix_s: the current time, for HTTP-date ``Retry-After`` values.
+
+    Returns:
+        The result: ``ok`` for 2xx; ``retry`` for 408, 429, 5xx, 401/403/404 and anything
+        else that is not a 4xx; ``reject`` for the other 4xx.
+    """
+    delay = parse_retry_after(retry_after, now_unix_s=now_unix_s)
+    text = _short(body)
+    if 200 <= status < 300:
+        return PushResult("ok", status, None, f"HTTP {status}")
+    if status in _MISCONFIGURED:
+        reason = f"HTTP {status}: {_MISCONFIGURED[status]}; entries kept for retry"
+        return PushResult("retry", status, delay, f"{reason}: {text}" if text else reason)
+    if status in (408, 429) or not 400 <= status < 500:
+        # 408/429/5xx are transient by definition; 1xx/3xx mean a proxy or URL problem, which
+        # is ours to fix, so the data waits in the spool rather than being dropped.
+        reason = f"HTTP {status}: {text}" if text else f"HTTP {status}"
+        return PushResult("retry", status, delay, reason)
+    return PushResult("reject", status, delay, text or f"HTTP {status}")
+
+
+def _base_url(url: str) -> str:
+    base = url.rstrip("/")
+    if base.endswith(PUSH_PATH):  # accept the push URL as promtail-style configs spell it
+        base = base[: -len(PUSH_PATH)]
+    try:
+        parsed = httpx.URL(base)
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"Loki URL {url!r} is not a URL: {exc}") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"Loki URL {url!r} must be http:// or https:// with a host")
+    return base
+
+
+def _tls_verify(ca_bundle: str | None, verify_tls: bool) -> ssl.SSLContext | bool:
+    if ca_bundle is None:
+        return verify_tls
+    if not verify_tls:
+        raise ConfigurationError("ca_bundle is set but verify_tls is False: choose one")
+    try:
+        return ssl.create_default_context(cafile=ca_bundle)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigurationError(f"cannot load Loki CA bundle {ca_bundle!r}: {exc}") from exc
+
+
+class LokiClient:
+    """Push to and query one Loki (or a gateway in front of it).
+
+    Args:
+        url: Loki's base URL, e.g. ``https://loki.example:3100`` (a URL ending in
+            ``/loki/api/v1/push`` is accepted too).
+        tenant: sent as ``X-Scope-OrgID`` (multi-tenant Loki).
+        basic_auth: ``(user, password)`` for HTTP basic authentication.
+        bearer_token: sent as ``Authorization: Bearer ...``; exclusive with ``basic_auth``.
+        ca_bundle: path of a PEM bundle of CAs to trust for Loki's certificate.
+        verify_tls: verify Loki's certificate (against the system CAs unless ``ca_bundle``).
+        timeout_s: connect, read, write and pool timeout of each request.
+        encoding: push body encoding: ``protobuf`` (snappy-compressed, Loki's native) or
+            ``json``.
+        transport: an httpx transport to use instead of the network (tests).
+        extra_headers: headers added to every request.
+        json_gzip: with ``encoding="json"``, gzip the body.
+
+    Raises:
+        ConfigurationError: a setting is malformed or contradicts another.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tenant: str | None = None,
+        basic_auth: tuple[str, str] | None = None,
+        bearer_token: str | None = None,
+        ca_bundle: str | None = None,
+        verify_tls: bool = True,
+        timeout_s: float = 10.0,
+        encoding: Literal["protobuf", "json"] = "protobuf",
+        transport: httpx.BaseTransport | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        json_gzip: bool = False,
+    ) -> None:
+        if encoding not in ("protobuf", "json"):
+            raise ConfigurationError(
+                f"Loki encoding must be 'protobuf' or 'json', not {encoding!r}"
+            )
+        if not timeout_s > 0:
+            raise ConfigurationError(f"timeout_s must be positive, not {timeout_s!r}")
+        if basic_auth is not None and bearer_token is not None:
+            raise ConfigurationError("set basic_auth or bearer_token for Loki, not both")
+        if tenant is not None and not tenant:
+            raise ConfigurationError("the Loki tenant must not be empty (None for no tenant)")
+        self.url = _base_url(url)
+        self.encoding: Literal["protobuf", "json"] = encoding
+        self._json_gzip = json_gzip
+        headers = {"User-Agent": "agent-logging"}
+        if tenant is not None:
+            headers["X-Scope-OrgID"] = tenant
+        if bearer_token is not None:
+            headers["Authorization"] = f"Bearer {bearer_token}"
+        headers.update(extra_headers or {})
+        self._client_args: dict[str, Any] = {
+            "base_url": self.url,
+            "headers": headers,
+            "auth": httpx.BasicAuth(*basic_auth) if basic_auth is not None else None,
+            "verify": _tls_verify(ca_bundle, verify_tls),
+            "timeout": httpx.Timeout(timeout_s),
+            "transport": transport,
+            "follow_redirects": False,
+        }
+        self._http = httpx.Client(**self._client_args)
+
+    def push(self, entries: Sequence[PushEntry]) -> PushResult:
+        """Send entries in one request. Never raises for network or server faults.
+
+        Args:
+            entries: the entries; an empty sequence sends nothing.
+
+        Returns:
+            The outcome, see :class:`PushResult`.
+        """
+        if not entries:
+            return PushResult("ok", None, None, "nothing to push")
+        body = encode_body(entries, self.encoding, gzip_json=self._json_gzip)
+        try:
+            response = self._http.post(PUSH_PATH, content=body.content, headers=body.headers)
+        except httpx.TimeoutException as exc:
+            return PushResult("retry", None, None, f"timeout: {type(exc).__name__}: {exc}")
+        except httpx.RequestError as exc:
+            # Refused, reset, DNS, TLS handshake, protocol errors: the network's, so retried.
+            return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+        return classify_response(
+            response.status_code,
+            response.text,
+            response.headers.get("Retry-After"),
+            now_unix_s=time.time(),
+        )
+
+    def query_range(
+        self,
+        query: str,
+        *,
+        start_ns: int,
+        end_ns: int,
+        limit: int = DEFAULT_QUERY_LIMIT,
+        direction: Literal["forward", "backward"] = "forward",
+    ) -> list[QueriedEntry]:
+        """Run a LogQL log query over ``[start_ns, end_ns)`` (Loki's start is inclusive).
+
+        Args:
+            query: a LogQL log query, e.g. ``{service_name="api"} | allocation_id="a-9"``.
+            start_ns: window start, nanoseconds since the epoch, inclusive.
+            end_ns: window end, exclusive.
+            limit: most entries to return (Loki caps it at ``max_entries_limit_per_query``).
+            direction: ``forward`` (oldest first) or ``backward`` (newest first).
+
+        Returns:
+            At most ``limit`` entries across all streams, ordered by timestamp in
+            ``direction``.
+
+        Raises:
+            LokiQueryError: Loki is unreachable, answers non-2xx, or with an unexpected body.
+        """
+        params = {
+            "query": query,
+            "start": str(start_ns),
+            "end": str(end_ns),
+            "limit": str(limit),
+            "direction": direction,
+        }
+        try:
+            response = self._http.get(QUERY_RANGE_PATH, params=params)
+        except httpx.RequestError as exc:
+            raise LokiQueryError(f"Loki query failed: {type(exc).__name__}: {exc}") from exc
+        if not 200 <= response.status_code < 300:
+            raise LokiQueryError(
+                f"Loki query failed: HTTP {response.status_code}: {_short(response.text)}"
+            )
+        entries = _parse_streams(response.content)
+        entries.sort(key=_ts_key, reverse=direction == "backward")
+        return entries
+
+    def iter_query_range(
+        self,
+        query: str,
+        *,
+        start_ns: int,
+        end_ns: int,
+        page_limit: int = DEFAULT_QUERY_LIMIT,
+    ) -> Iterator[QueriedEntry]:
+        """Yield every entry of a window, oldest first, fetching it page by page.
+
+        Each next page starts at the last timestamp seen (inclusive, since more entries may
+        share it) and entries already yielded at that boundary are skipped, so every entry is
+        yielded once. Identical entries (same stream, timestamp and line) are one entry to
+        Loki, which de-duplicates them at ingestion.
+
+        Args:
+            query: a LogQL log query.
+            start_ns: window start, inclusive.
+            end_ns: window end, exclusive.
+            page_limit: entries per request.
+
+        Yields:
+            The entries in timestamp order.
+
+        Raises:
+            LokiQueryError: a page failed, or a whole page of ``page_limit`` entries shares one
+                timestamp (paging by time cannot get past them; raise ``page_limit``).
+        """
+        cursor = start_ns
+        boundary: set[tuple[int, str, tuple[tuple[str, str], ...]]] = set()
+        while True:
+            page = self.query_range(
+                query, start_ns=cursor, end_ns=end_ns, limit=page_limit, direction="forward"
+            )
+            fresh = False
+            for entry in page:
+                key = (entry.ts_ns, entry.line, tuple(sorted(entry.labels.items())))
+                if entry.ts_ns == cursor and key in boundary:
+                    continue
+                fresh = True
+                yield entry
+            if len(page) < page_limit:
+                return
+            last_ts = page[-1].ts_ns
+            if last_ts == cursor and not fresh:
+                raise LokiQueryError(
+                    f"{page_limit} or more entries share timestamp {cursor}; "
+                    "paging by time cannot pass them: raise page_limit"
+                )
+            if last_ts != cursor:
+                boundary = set()
+            boundary.update(
+                (e.ts_ns, e.line, tuple(sorted(e.labels.items())))
+                for e in page
+                if e.ts_ns == last_ts
+            )
+            cursor = last_ts
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: start a fresh connection pool, abandoning the parent's.
+
+        The inherited pool's sockets are shared with the parent; closing them here could
+        end the parent's connections (a TLS close_notify on its stream), so they are left
+        for the garbage collector, which only closes the child's descriptors.
+        """
+        self._http = httpx.Client(**self._client_args)
+
+    def close(self) -> None:
+        """Close the connection pool. Pushing after this is a programming error."""
+        self._http.close()
+
+    def __enter__(self) -> LokiClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _ts_key(entry: QueriedEntry) -> int:
+    return entry.ts_ns
+
+
+def _parse_streams(content: bytes) -> list[QueriedEntry]:
+    """The entries of a ``query_range`` streams response.
+
+    Loki 3 puts structured metadata into the stream labels unless asked to categorize
+    labels; then each value carries a third element ``{"structuredMetadata": {...},
+    "parsed": {...}}``. Both forms give the same merged labels here.
+    """
+    try:
+        document = orjson.loads(content)
+        data = document["data"]
+        if data["resultType"] != "streams":
+            raise LokiQueryError(
+                f"Loki answered a {data['resultType']!r} result; use a log query, not a metric one"
+            )
+        entries = []
+        for stream in data["result"]:
+            labels = dict(stream["stream"])
+            for value in stream["values"]:
+                merged = dict(labels)
+                if len(value) > 2 and value[2]:
+                    for category in ("structuredMetadata", "parsed"):
+                        merged.update(value[2].get(category) or {})
+                entries.append(QueriedEntry(merged, int(value[0]), value[1]))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+        raise LokiQueryError(f"Loki answered a query with an unexpected body: {exc!r}") from exc
+    return entries

@@ -1,0 +1,94 @@
+"""Rendering a record to its JSON line, fast, and never failing.
+
+orjson renders a typical record in well under a microsecond, about a tenth of the stdlib
+encoder's time; it is what lets the library do more per call than bare structlog and still
+cost less. Objects it cannot encode fall back to ``str()``; if orjson refuses the whole record
+(an int over 64 bits, a cycle), the stdlib encoder renders it instead.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final
+
+import orjson
+
+from agent_logging._types import CONTEXT_KEYS, EventDict
+
+__all__ = ["MAX_LINE_BYTES", "render", "rfc3339_ns"]
+
+#: Loki refuses lines over 256 KB (``max_line_size``); a record is shrunk to fit below it.
+MAX_LINE_BYTES: Final = 256 * 1024 - 1024
+
+#: Strings longer than this are the first to be cut when a record is too large.
+_TRUNCATE_TO: Final = 1024
+
+_OPTIONS: Final = orjson.OPT_NON_STR_KEYS
+
+_second_prefix: tuple[int, str] = (-1, "")
+
+
+def rfc3339_ns(ts_ns: int) -> str:
+    """``2026-11-22T13:11:19.123456789Z`` for a UNIX time in nanoseconds."""
+    global _second_prefix
+    seconds, nanos = divmod(ts_ns, 1_000_000_000)
+    cached = _second_prefix
+    if cached[0] != seconds:
+        cached = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        _second_prefix = cached
+    return f"{cached[1]}.{nanos:09d}Z"
+
+
+def _default(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def _render_once(record: EventDict) -> bytes:
+    try:
+        return orjson.dumps(record, default=_default, option=_OPTIONS)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(
+            record, default=_default, ensure_ascii=False, separators=(",", ":")
+        ).encode("utf-8", "backslashreplace")
+
+
+def render(record: EventDict) -> bytes:
+    """The record as one JSON line (no trailing newline), at most :data:`MAX_LINE_BYTES`.
+
+    A record over the limit keeps every field, but its long strings are cut to
+    ``_TRUNCATE_TO`` characters with a marker, and ``truncated`` lists which fields were cut
+    and their original lengths: the record is still delivered, and says what it lost.
+    """
+    line = _render_once(record)
+    if len(line) <= MAX_LINE_BYTES:
+        return line
+    return _shrink(record, len(line))
+
+
+def _shrink(record: EventDict, size: int) -> bytes:
+    truncated: dict[str, int] = {}
+    shrunk: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, str) and len(value) > _TRUNCATE_TO:
+            truncated[key] = len(value)
+            value = f"{value[:_TRUNCATE_TO]}...[truncated {len(value) - _TRUNCATE_TO} chars]"
+        elif not isinstance(value, str | int | float | bool | None):
+            text = _render_once({"v": value})
+            if len(text) > _TRUNCATE_TO:
+                truncated[key] = len(text)
+                value = f"{text[:_TRUNCATE_TO].decode('utf-8', 'ignore')}...[truncated]"
+        shrunk[key] = value
+    shrunk["truncated"] = {"original_bytes": size, "fields": truncated}
+    line = _render_once(shrunk)
+    if len(line) <= MAX_LINE_BYTES:
+        return line
+    # Too many fields to fit even when cut: keep the envelope and say so.
+    keep = ("ts", "level", "event", "service", "layer", "env", *CONTEXT_KEYS)
+    envelope = {k: shrunk[k] for k in keep if k in shrunk}
+    envelope["truncated"] = {"original_bytes": size, "fields": "too many to keep"}
+    return _render_once(envelope)

@@ -1,0 +1,580 @@
+"""The shipper: one daemon thread moving batches from the spool to Loki.
+
+Loop: wait for the spool's ``wake`` (set when ``wake_bytes`` are pending) or
+``batch_interval_s``, whichever comes first; then peek the oldest batch, push it, and ack it
+once Loki stored it; repeat until the spool is empty. Nothing leaves the spool before a 2xx
+(or a dead-letter write), so delivery is at-least-once and a crash costs only resends, which
+Loki de-duplicates (same stream, timestamp and line).
+
+Retryable failures (429, 5xx, timeouts, refused connections, and 401/403/404, which are our
+configuration's fault, not the data's) are retried forever with jittered exponential backoff:
+the spool's size cap, not the shipper, decides what is ever dropped. Refused content (other
+4xx: a line over ``max_line_size``, 256 KB by default; an entry older than
+``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; a body
+over a proxy's limit, 413) is bisected to isolate the entries Loki will not take; those go to
+a dead-letter file. Loki 3 stores the valid entries of a partly refused push anyway, and
+resending them is harmless: it de-duplicates identical entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Protocol, TypedDict, TypeVar
+
+import orjson
+
+from agent_logging._loki_client import PushResult
+from agent_logging._push import PushEntry, entry_from_record
+from agent_logging.errors import ConfigurationError
+
+__all__ = ["DEAD_LETTER_MAX_BYTES", "PushClient", "Shipper", "ShipperStats", "SpoolLike"]
+
+#: The dead-letter file is rotated to ``<name>.1`` past this size: refused entries are rare,
+#: and a misconfiguration that refuses everything must not fill the disk.
+DEAD_LETTER_MAX_BYTES: Final = 64 * 1024 * 1024
+
+# flush() re-checks the spool at least this often even without a notification, since
+# records may also leave the spool by its own drop policy.
+_FLUSH_POLL_S: Final = 0.05
+
+# stop() keeps this much of its time for the thread to notice it should end (and gives it
+# this much past a shorter deadline): ending takes microseconds plus a scheduling delay,
+# unless a push is in flight (then up to the client's timeout: stop() says False instead).
+_STOP_GRACE_S: Final = 0.25
+
+# 2**62 * any initial backoff is far past any cap; bounding the exponent keeps floats finite.
+_MAX_EXPONENT: Final = 62
+
+
+class ShipperStats(TypedDict):
+    """What :meth:`Shipper.stats` returns (a plain dict at run time)."""
+
+    batches_sent: int
+    records_sent: int
+    bytes_sent: int
+    retried: int
+    dead_lettered: int
+    last_status: int | None
+    last_error: str | None
+    last_success_unix_s: float | None
+    consecutive_failures: int
+
+
+class _RecordLike(Protocol):
+    @property
+    def ts_ns(self) -> int: ...
+
+    @property
+    def payload(self) -> bytes: ...
+
+
+class _BatchLike(Protocol):
+    @property
+    def records(self) -> Sequence[_RecordLike]: ...
+
+
+class _StatsLike(Protocol):
+    @property
+    def records(self) -> int: ...
+
+
+_B = TypeVar("_B", bound=_BatchLike)
+
+
+class SpoolLike(Protocol[_B]):
+    """What the shipper needs of the spool (``agent_logging._spool.Spool``)."""
+
+    @property
+    def wake(self) -> threading.Event: ...
+
+    def peek_batch(self, *, max_records: int = ..., max_bytes: int = ...) -> _B | None: ...
+
+    def ack(self, batch: _B, /) -> None: ...
+
+    def sync_if_due(self) -> object: ...
+
+    def stats(self) -> _StatsLike: ...
+
+
+class PushClient(Protocol):
+    """What the shipper needs of the Loki client (``LokiClient``)."""
+
+    def push(self, entries: Sequence[PushEntry], /) -> PushResult: ...
+
+    def after_fork_in_child(self) -> None: ...
+
+
+class _Delivery(enum.Enum):
+    DONE = "every record stored or dead-lettered: ack the batch"
+    AGAIN = "the whole batch must be retried (backoff done): peek it again"
+    STOPPED = "stop or the deadline came first: leave the batch in the spool"
+
+
+def _wait_event(event: threading.Event, timeout_s: float) -> bool:
+    return event.wait(timeout_s)
+
+
+def _rfc3339(unix_s: float) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def _reason_key(result: PushResult) -> str:
+    # "Distinct reason" for reporting: the outcome and status, or for network failures the
+    # exception's name; Loki's texts embed timestamps and would make every report distinct.
+    if result.status is not None:
+        return f"{result.outcome}:{result.status}"
+    return f"{result.outcome}:{result.reason.partition(':')[0]}"
+
+
+class Shipper:
+    """Ship a spool's records to Loki from one daemon thread.
+
+    Backoff after a retryable failure is "full jitter": the n-th consecutive failure waits a
+    uniformly random time in ``[0, min(backoff_max_s, backoff_initial_s * 2**(n-1))]``, so a
+    fleet that lost Loki together does not return in lockstep. A ``Retry-After`` longer than
+    that draw is honoured, up to ``backoff_max_s`` (a proxy asking for a day must not stall
+    shipping while the spool fills).
+
+    Args:
+        spool: the spool to drain.
+        client: the Loki client.
+        max_batch_bytes: most record bytes per push.
+        max_batch_records: most records per push.
+        batch_interval_s: longest wait before shipping what is pending, however little.
+        backoff_initial_s: backoff ceiling after the first failure.
+        backoff_max_s: largest backoff, ``Retry-After`` included.
+        dead_letter_path: JSON-lines file for entries Loki refuses.
+        dead_letter_max_bytes: size past which the dead-letter file is rotated to ``.1``.
+        node_id_label: make ``node_id`` a stream label.
+        default_labels: label values for records that lack them (``service_name``,
+            ``layer``, ``env``, ``node_id``).
+        on_error: called with a message when shipping fails, once per distinct reason until
+            a push succeeds again; exceptions it raises are swallowed.
+        rng: source of jitter (seed it in tests).
+        clock: monotonic clock for deadlines.
+        wall_clock: UNIX time, for ``last_success_unix_s`` and dead-letter stamps.
+        wait: ``wait(event, timeout_s) -> bool``, how backoff waits (tests replace it to
+            record delays instead of sleeping); it must return early, True, when ``event`` is
+            set, which is how :meth:`flush` and :meth:`stop` cut a backoff short.
+
+    Raises:
+        ConfigurationError: a size, count or duration is not positive.
+    """
+
+    def __init__(
+        self,
+        spool: SpoolLike[Any],
+        client: PushClient,
+        *,
+        max_batch_bytes: int = 1 << 20,
+        max_batch_records: int = 10_000,
+        batch_interval_s: float = 1.0,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 60.0,
+        dead_letter_path: Path,
+        dead_letter_max_bytes: int = DEAD_LETTER_MAX_BYTES,
+        node_id_label: bool = False,
+        default_labels: Mapping[str, str],
+        on_error: Callable[[str], None] | None = None,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        wait: Callable[[threading.Event, float], bool] = _wait_event,
+    ) -> None:
+        for name, value in (
+            ("max_batch_bytes", max_batch_bytes),
+            ("max_batch_records", max_batch_records),
+            ("batch_interval_s", batch_interval_s),
+            ("backoff_initial_s", backoff_initial_s),
+            ("backoff_max_s", backoff_max_s),
+            ("dead_letter_max_bytes", dead_letter_max_bytes),
+        ):
+            if not value > 0:
+                raise ConfigurationError(f"{name} must be positive, not {value!r}")
+        self._spool = spool
+        self._client = client
+        self._max_batch_bytes = max_batch_bytes
+        self._max_batch_records = max_batch_records
+        self._batch_interval_s = batch_interval_s
+        self._backoff_initial_s = backoff_initial_s
+        self._backoff_max_s = backoff_max_s
+        self.dead_letter_path = Path(dead_letter_path)
+        self._dead_letter_max_bytes = dead_letter_max_bytes
+        self._node_id_label = node_id_label
+        self._default_labels = dict(default_labels)
+        self._on_error = on_error
+        # Jitter needs no cryptographic strength; an injectable Random keeps tests exact.
+        self._rng = rng if rng is not None else random.Random()  # noqa: S311
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._wait = wait
+        self._thread: threading.Thread | None = None
+        self._reported: set[str] = set()
+        self._acked_records = 0
+        self._progress_count = 0
+        self._batches_sent = 0
+        self._records_sent = 0
+        self._bytes_sent = 0
+        self._retried = 0
+        self._dead_lettered = 0
+        self._last_status: int | None = None
+        self._last_error: str | None = None
+        self._last_success_unix_s: float | None = None
+        self._consecutive_failures = 0
+        self._new_sync_objects()
+
+    def _new_sync_objects(self) -> None:
+        self._stats_lock = threading.Lock()
+        self._ship_lock = threading.Lock()  # one batch in flight per process: peek is shared
+        self._progress = threading.Condition()
+        self._stop = threading.Event()  # ends the thread
+        self._cancel = threading.Event()  # ends a ship_pending() call
+        self._kick = threading.Event()  # cuts a backoff wait short (flush, stop)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the shipping thread (no-op when it is running)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="agent-logging-shipper", daemon=True)
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the shipping thread is alive."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def flush(self, timeout_s: float) -> bool:
+        """Ship what the spool holds now, waiting at most ``timeout_s``.
+
+        Wakes the thread (cutting a backoff short) and waits until the records present at
+        the call are acked, or the spool is empty. Without a running thread, ships in the
+        calling thread (:meth:`ship_pending`).
+
+        Args:
+            timeout_s: how long to wait.
+
+        Returns:
+            True when everything present at the call left the spool in time.
+        """
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return self.ship_pending(timeout_s)
+        deadline = self._clock() + timeout_s
+        target = self._acked_records + self._pending_records()
+        self._kick.set()
+        self._spool.wake.set()
+        while True:
+            with self._progress:
+                seen = self._progress_count
+            if self._acked_records >= target or self._pending_records() == 0:
+                return True
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return False
+            with self._progress:
+                if self._progress_count == seen:
+                    self._progress.wait(min(remaining, _FLUSH_POLL_S))
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Flush within ``timeout_s``, then end the thread. Unshipped records stay spooled.
+
+        The client stays open: whoever created it closes it.
+
+        Args:
+            timeout_s: the deadline for flushing and ending the thread together; the last
+                0.25 s of it are kept for the thread to end (given beyond it when shorter).
+
+        Returns:
+            True when the spool was flushed and the thread ended in time.
+        """
+        deadline = self._clock() + timeout_s
+        flush_s = timeout_s - _STOP_GRACE_S if timeout_s > 2 * _STOP_GRACE_S else timeout_s
+        flushed = self.flush(flush_s)
+        self._stop.set()
+        self._cancel.set()
+        self._kick.set()
+        self._spool.wake.set()
+        thread = self._thread
+        if thread is None:
+            return flushed
+        thread.join(max(_STOP_GRACE_S, deadline - self._clock()))
+        if thread.is_alive():
+            return False
+        self._thread = None
+        return flushed
+
+    def ship_pending(self, deadline_s: float) -> bool:
+        """Ship everything in the spool from the calling thread, for at most ``deadline_s``.
+
+        For ``agent-logging drain`` on a spool whose owner is gone; safe beside a running
+        thread (one batch is in flight at a time). :meth:`stop`, from another thread, ends it
+        early.
+
+        Args:
+            deadline_s: seconds from now after which to give up (a duration).
+
+        Returns:
+            True when the spool is empty, False when the time ran out first.
+        """
+        deadline = self._clock() + deadline_s
+        self._sync_spool()
+        self._cancel.clear()
+        return self._ship_available(deadline, halt=self._cancel)
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: forget the parent's thread and connections, without touching them.
+
+        The thread does not exist in the child; its locks may have been held at the fork, so
+        they are replaced; the client starts a fresh connection pool (the inherited sockets
+        belong to the parent). Call :meth:`start` if the child should ship.
+        """
+        self._thread = None
+        self._new_sync_objects()
+        self._client.after_fork_in_child()
+
+    def stats(self) -> ShipperStats:
+        """Counters of this shipper since it was created.
+
+        Returns:
+            ``batches_sent``, ``records_sent``, ``bytes_sent`` (record bytes of successful
+            pushes), ``retried`` (retryable failures), ``dead_lettered``, ``last_status``,
+            ``last_error``, ``last_success_unix_s``, ``consecutive_failures``.
+        """
+        with self._stats_lock:
+            return {
+                "batches_sent": self._batches_sent,
+                "records_sent": self._records_sent,
+                "bytes_sent": self._bytes_sent,
+                "retried": self._retried,
+                "dead_lettered": self._dead_lettered,
+                "last_status": self._last_status,
+                "last_error": self._last_error,
+                "last_success_unix_s": self._last_success_unix_s,
+                "consecutive_failures": self._consecutive_failures,
+            }
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        wake = self._spool.wake
+        while not self._stop.is_set():
+            # Batching by size and age: the spool sets ``wake`` at ``wake_bytes`` pending;
+            # otherwise whatever is pending ships after ``batch_interval_s``.
+            wake.wait(self._batch_interval_s)
+            wake.clear()
+            if self._stop.is_set():
+                break
+            self._sync_spool()
+            self._ship_available(None, halt=self._stop)
+
+    def _ship_available(self, deadline: float | None, *, halt: threading.Event) -> bool:
+        """Ship batches until the spool is empty (True) or stop/deadline comes (False)."""
+        while not halt.is_set():
+            if deadline is not None and self._clock() >= deadline:
+                return False
+            try:
+                shipped = self._ship_next(deadline, halt=halt)
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any failure
+                reason = f"shipping failed: {type(exc).__name__}: {exc}"
+                self._note_failure(None, reason, f"exception:{type(exc).__name__}")
+                if not self._backoff(None, deadline, halt=halt):
+                    return False
+                continue
+            if shipped is None:
+                return True
+            if not shipped:
+                return False
+        return False
+
+    def _ship_next(self, deadline: float | None, *, halt: threading.Event) -> bool | None:
+        """Deliver and ack the oldest batch: None if none, False if stop/deadline came first."""
+        while True:
+            timeout = -1.0 if deadline is None else max(0.0, deadline - self._clock())
+            if not self._ship_lock.acquire(timeout=timeout):
+                return False
+            try:
+                batch = self._spool.peek_batch(
+                    max_records=self._max_batch_records, max_bytes=self._max_batch_bytes
+                )
+                if batch is None:
+                    return None
+                outcome = self._deliver(batch.records, deadline, halt=halt)
+                if outcome is _Delivery.DONE:
+                    self._spool.ack(batch)
+            finally:
+                self._ship_lock.release()
+            if outcome is _Delivery.STOPPED:
+                return False
+            if outcome is _Delivery.DONE:
+                break
+            # AGAIN: the whole batch failed and the backoff is over. Peek afresh rather than
+            # resend the copy in memory: the peek fsyncs what was appended meanwhile (the
+            # spool's ``batch`` policy) and fills the batch up to its limits.
+        with self._progress:
+            self._acked_records += len(batch.records)
+            self._progress_count += 1
+            self._progress.notify_all()
+        return True
+
+    def _deliver(
+        self, records: Sequence[_RecordLike], deadline: float | None, *, halt: threading.Event
+    ) -> _Delivery:
+        """Push records until each is stored or dead-lettered, or stop/deadline comes."""
+        entries = [
+            entry_from_record(
+                record.ts_ns,
+                record.payload,
+                node_id_label=self._node_id_label,
+                default_labels=self._default_labels,
+            )
+            for record in records
+        ]
+        # Half-open ranges still to push, the next one last. A refused range is replaced by
+        # its two halves; a retry in the middle of a split repeats only the range that
+        # failed, so parts already delivered are not resent while the batch is worked through.
+        whole = (0, len(entries))
+        pending = [whole]
+        while pending:
+            low, high = pending[-1]
+            result = self._push(entries[low:high])
+            if result.outcome == "ok":
+                pending.pop()
+                shipped = records[low:high]
+                self._note_success(result, len(shipped), sum(len(r.payload) for r in shipped))
+                continue
+            if result.outcome == "reject":
+                with self._stats_lock:
+                    self._last_status = result.status
+                    self._last_error = result.reason
+                if high - low > 1:
+                    middle = (low + high) // 2
+                    pending[-1] = (middle, high)
+                    pending.append((low, middle))
+                    continue
+                try:
+                    self._dead_letter(entries[low], result)
+                except OSError as exc:
+                    # Not recorded, so not acked: kept in the spool and retried after backoff.
+                    reason = f"cannot write dead-letter file {self.dead_letter_path}: {exc}"
+                    self._note_failure(None, reason, "dead-letter-write")
+                    if not self._backoff(None, deadline, halt=halt):
+                        return _Delivery.STOPPED
+                    continue
+                pending.pop()
+                continue
+            self._note_failure(result, f"push to Loki failed, will retry: {result.reason}")
+            if not self._backoff(result.retry_after_s, deadline, halt=halt):
+                return _Delivery.STOPPED
+            if pending == [whole]:
+                return _Delivery.AGAIN
+        return _Delivery.DONE
+
+    def _push(self, entries: Sequence[PushEntry]) -> PushResult:
+        try:
+            return self._client.push(entries)
+        except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
+            return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+
+    def _backoff(
+        self, retry_after_s: float | None, deadline: float | None, *, halt: threading.Event
+    ) -> bool:
+        """Wait before the next attempt; False when stop or the deadline came first."""
+        exponent = min(max(self._consecutive_failures - 1, 0), _MAX_EXPONENT)
+        ceiling = min(self._backoff_max_s, self._backoff_initial_s * 2.0**exponent)
+        delay = self._rng.uniform(0.0, ceiling)
+        if retry_after_s is not None and retry_after_s > delay:
+            delay = min(retry_after_s, self._backoff_max_s)
+        if deadline is not None:
+            delay = min(delay, max(0.0, deadline - self._clock()))
+        self._sync_spool()  # an outage can last hours: the ``interval`` fsync policy goes on
+        if self._wait(self._kick, delay):
+            self._kick.clear()
+        if halt.is_set():
+            return False
+        return deadline is None or self._clock() < deadline
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def _sync_spool(self) -> None:
+        try:
+            self._spool.sync_if_due()
+        except Exception as exc:  # noqa: BLE001 - shipping goes on; the failure is reported
+            self._report(f"spool sync failed: {type(exc).__name__}: {exc}", "sync")
+
+    def _pending_records(self) -> int:
+        return self._spool.stats().records
+
+    def _note_success(self, result: PushResult, records: int, payload_bytes: int) -> None:
+        with self._stats_lock:
+            self._batches_sent += 1
+            self._records_sent += records
+            self._bytes_sent += payload_bytes
+            self._last_status = result.status
+            self._last_success_unix_s = self._wall_clock()
+            self._consecutive_failures = 0
+        self._reported.clear()
+
+    def _note_failure(self, result: PushResult | None, message: str, key: str = "") -> None:
+        with self._stats_lock:
+            self._retried += 1
+            self._consecutive_failures += 1
+            self._last_error = result.reason if result is not None else message
+            if result is not None:
+                self._last_status = result.status
+        self._report(message, _reason_key(result) if result is not None else key)
+
+    def _report(self, message: str, key: str) -> None:
+        if self._on_error is None or key in self._reported:
+            return
+        self._reported.add(key)
+        # A broken reporter must not stop shipping.
+        with contextlib.suppress(Exception):
+            self._on_error(message)
+
+    def _dead_letter(self, entry: PushEntry, result: PushResult) -> None:
+        """Append one refused entry to the dead-letter file and make it durable."""
+        now = self._wall_clock()
+        document = {
+            "ts_ns": entry.ts_ns,
+            "labels": dict(entry.labels),
+            "line": entry.line,
+            "status": result.status,
+            "reason": result.reason,
+            "dead_lettered_at": _rfc3339(now),
+        }
+        data = orjson.dumps(document) + b"\n"
+        path = self.dead_letter_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size and size + len(data) > self._dead_letter_max_bytes:
+            path.replace(path.with_name(path.name + ".1"))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            # The entry leaves the spool right after this: the file must hold it first.
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with self._stats_lock:
+            self._dead_lettered += 1
+        self._report(
+            f"Loki refused an entry (HTTP {result.status}): {result.reason}; written to {path}",
+            _reason_key(result),
+        )

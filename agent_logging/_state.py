@@ -1,0 +1,73 @@
+"""The global state department: the one module that holds process-wide mutable state.
+
+Everything else is pure or owns only its instance. Here live the active pipeline (swapped
+atomically by ``configure``), and the internal reporter: a logger named ``agent_logging.internal``
+that does not propagate, so a failure inside logging is said once on stderr and can never loop
+back into the pipeline it is about.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_logging._pipeline import Pipeline
+
+__all__ = [
+    "configure_lock",
+    "internal_logger",
+    "pipeline",
+    "report_once",
+    "reset_reports",
+    "shut_down",
+]
+
+pipeline: Pipeline | None = None
+
+#: True after ``shutdown()``: records are dropped rather than auto-configuring again.
+shut_down = False
+
+#: Serialises ``configure()`` with the auto-configuration of a first record.
+configure_lock = threading.RLock()
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (test runners replace it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+internal_logger = logging.getLogger("agent_logging.internal")
+internal_logger.propagate = False
+if not internal_logger.handlers:
+    _handler = _StderrHandler(sys.stderr)
+    _handler.setFormatter(logging.Formatter("agent_logging: %(levelname)s: %(message)s"))
+    internal_logger.addHandler(_handler)
+    internal_logger.setLevel(logging.WARNING)
+
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
+
+
+def report_once(key: str, message: str) -> None:
+    """Say ``message`` on the internal logger the first time ``key`` is reported."""
+    with _reported_lock:
+        if key in _reported:
+            return
+        _reported.add(key)
+    try:
+        internal_logger.warning("%s", message)
+    except Exception:  # noqa: BLE001 - the reporter of last resort must not raise either
+        return
+
+
+def reset_reports(key_prefix: str = "") -> None:
+    """Forget reported keys (all, or those starting with ``key_prefix``) so they can recur."""
+    with _reported_lock:
+        for key in [k for k in _reported if k.startswith(key_prefix)]:
+            _reported.discard(key)

@@ -1,0 +1,49 @@
+"""The bridge from stdlib ``logging`` into the pipeline.
+
+Third-party libraries log with ``logging.getLogger(__name__)``; their records must carry the
+same fields as ours. One handler on the root logger turns each ``LogRecord`` into an event dict
+(message, logger name, ``extra=`` fields, exception) and hands it to the same pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from agent_logging import _state
+
+__all__ = ["StdlibBridge"]
+
+#: Attributes every LogRecord has; anything else on a record came from ``extra=``.
+_RECORD_ATTRS: Final = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime"}
+)
+
+
+class StdlibBridge(logging.Handler):
+    """A handler that sends stdlib records through the active pipeline."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == _state.internal_logger.name:
+            return
+        pipeline = _state.pipeline
+        if pipeline is None:
+            return
+        try:
+            event_dict = {
+                key: value for key, value in vars(record).items() if key not in _RECORD_ATTRS
+            }
+            event_dict["event"] = record.getMessage()
+            event_dict["logger"] = record.name
+            if record.exc_info and record.exc_info[1] is not None:
+                event_dict["exc_info"] = record.exc_info[1]
+            if record.stack_info:
+                event_dict["stack"] = record.stack_info
+        except Exception:  # noqa: BLE001 - a bad %-format in a library must not raise
+            event_dict = {
+                "event": f"unformattable log message: {record.msg!r} % {record.args!r}",
+                "logger": record.name,
+            }
+        # LogRecord.created is a float; the bridge runs right after creation, so the record
+        # is stamped by the pipeline's own nanosecond clock instead.
+        pipeline.handle(record.levelname.lower(), event_dict)

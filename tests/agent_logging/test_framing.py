@@ -1,0 +1,217 @@
+"""The spool's framing: literal layouts, then properties over arbitrary streams."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_logging._framing import (
+    HEADER_BYTES,
+    MAX_PAYLOAD_BYTES,
+    Corrupt,
+    Frame,
+    FrameCounts,
+    TornTail,
+    count_frames,
+    encode_frame,
+    iter_frames,
+    read_frames,
+)
+
+records_st = st.lists(
+    st.tuples(st.integers(0, 2**64 - 1), st.binary(max_size=300)), min_size=1, max_size=12
+)
+
+
+def _stream(records: list[tuple[int, bytes]]) -> tuple[bytes, list[Frame]]:
+    """The encoded stream and the frames a reader must find in it."""
+    out, frames, offset = b"", [], 0
+    for ts_ns, payload in records:
+        frames.append(Frame(offset, ts_ns, payload))
+        encoded = encode_frame(ts_ns, payload)
+        out += encoded
+        offset += len(encoded)
+    return out, frames
+
+
+def test_encode_literal_layout() -> None:
+    payload = b'{"event":"x"}'
+    checked = (13).to_bytes(4, "little") + (1700000000123456789).to_bytes(8, "little")
+    crc = zlib.crc32(checked + payload).to_bytes(4, "little")
+    assert encode_frame(1700000000123456789, payload) == b"\xf7\x01" + crc + checked + payload
+    assert HEADER_BYTES == 18
+
+
+def test_decode_literal_stream() -> None:
+    stream = encode_frame(1, b"a") + encode_frame(2, b"") + encode_frame(3, b"ccc")
+    assert list(iter_frames(stream)) == [(0, 1, b"a"), (19, 2, b""), (37, 3, b"ccc")]
+    assert list(iter_frames(stream, start=19)) == [(19, 2, b""), (37, 3, b"ccc")]
+    assert list(iter_frames(b"")) == []
+
+
+def test_refuses_oversized_payload_and_bad_timestamp() -> None:
+    with pytest.raises(ValueError, match=r"at most 16777216 bytes; this one has 16777217"):
+        encode_frame(0, b"\0" * (MAX_PAYLOAD_BYTES + 1))
+    with pytest.raises(ValueError, match=r"ts_ns must be in 0 \.\. 2\*\*64 - 1, not -1"):
+        encode_frame(-1, b"x")
+    with pytest.raises(ValueError, match=r"not 18446744073709551616"):
+        encode_frame(2**64, b"x")
+
+
+def test_largest_payload_round_trips() -> None:
+    payload = b"z" * MAX_PAYLOAD_BYTES
+    assert list(iter_frames(encode_frame(7, payload))) == [(0, 7, payload)]
+
+
+def test_torn_header_and_torn_payload() -> None:
+    stream = encode_frame(1, b"first") + encode_frame(2, b"second")
+    assert list(iter_frames(stream[:30])) == [(0, 1, b"first"), TornTail(23, 30)]
+    assert list(iter_frames(stream[:46])) == [(0, 1, b"first"), TornTail(23, 46)]
+
+
+def test_corrupt_middle_frame_is_skipped() -> None:
+    stream = bytearray(encode_frame(1, b"one") + encode_frame(2, b"two") + encode_frame(3, b"3"))
+    stream[21 + 19] ^= 0x40  # a payload byte of the second frame
+    assert list(iter_frames(bytes(stream))) == [(0, 1, b"one"), Corrupt(21, 42), (42, 3, b"3")]
+
+
+def test_zero_filled_tail_is_torn() -> None:
+    # What a power loss can leave: the file's size grew, its last block never got written.
+    stream = encode_frame(1, b"kept") + b"\0" * 40
+    assert list(iter_frames(stream)) == [(0, 1, b"kept"), TornTail(22, 62)]
+
+
+def test_damaged_length_claiming_beyond_the_end_does_not_hide_later_frames() -> None:
+    stream = bytearray(encode_frame(1, b"one") + encode_frame(2, b"two"))
+    stream[6:10] = (1000).to_bytes(4, "little")  # length of the first frame, now past the end
+    assert list(iter_frames(bytes(stream))) == [Corrupt(0, 21), (21, 2, b"two")]
+
+
+def test_short_read_ends_the_stream() -> None:
+    stream = encode_frame(1, b"one") + encode_frame(2, b"two")
+
+    def read(offset: int, size: int) -> bytes:  # a file truncated to 30 bytes under us
+        return stream[offset : min(offset + size, 30)]
+
+    assert list(read_frames(read, 0, len(stream), window_bytes=8)) == [
+        (0, 1, b"one"),
+        TornTail(21, 30),
+    ]
+
+
+def test_resync_finds_a_mark_straddling_two_windows() -> None:
+    stream = b"\0" * 18 + encode_frame(5, b"ok")
+    # The second window holds bytes 1..18: the frame's 0xF7 is its last byte, 0x01 is not.
+    assert list(read_frames(_slicer(stream), 0, len(stream), window_bytes=18)) == [
+        Corrupt(0, 18),
+        (18, 5, b"ok"),
+    ]
+
+
+def _slicer(buf: bytes) -> Callable[[int, int], bytes]:
+    return lambda offset, size: buf[offset : offset + size]
+
+
+@given(records_st)
+def test_round_trip(records: list[tuple[int, bytes]]) -> None:
+    stream, frames = _stream(records)
+    decoded = list(iter_frames(stream))
+    assert decoded == frames
+    assert [f.end for f in decoded] == [f.offset for f in frames[1:]] + [len(stream)]
+
+
+@given(records_st, st.data())
+def test_truncation_keeps_every_complete_frame_then_reports_a_torn_tail(
+    records: list[tuple[int, bytes]], data: st.DataObject
+) -> None:
+    stream, frames = _stream(records)
+    cut = data.draw(st.integers(0, len(stream)))
+    complete = [f for f in frames if f.end <= cut]
+    tail_start = complete[-1].end if complete else 0
+    expected: list[Frame | Corrupt | TornTail] = list(complete)
+    if tail_start < cut:
+        expected.append(TornTail(tail_start, cut))
+    assert list(iter_frames(stream[:cut])) == expected
+
+
+@given(records_st, st.data())
+def test_a_flipped_byte_loses_only_its_own_frame(
+    records: list[tuple[int, bytes]], data: st.DataObject
+) -> None:
+    stream, frames = _stream(records)
+    victim = data.draw(st.integers(0, len(frames) - 1))
+    target = frames[victim]
+    where = data.draw(st.integers(target.offset, target.end - 1))
+    damaged = bytearray(stream)
+    damaged[where] ^= data.draw(st.integers(1, 255))
+    marker: Corrupt | TornTail = (
+        Corrupt(target.offset, target.end)
+        if victim < len(frames) - 1
+        else TornTail(target.offset, len(stream))
+    )
+    expected = [*frames[:victim], marker, *frames[victim + 1 :]]
+    assert list(iter_frames(bytes(damaged))) == expected
+
+
+@given(records_st, st.data())
+def test_many_flipped_bytes_lose_only_their_frames(
+    records: list[tuple[int, bytes]], data: st.DataObject
+) -> None:
+    stream, frames = _stream(records)
+    damaged = bytearray(stream)
+    spots = data.draw(
+        st.lists(st.integers(0, len(stream) - 1), min_size=1, max_size=5, unique=True)
+    )
+    for spot in spots:
+        damaged[spot] ^= 0xA5
+    hit = [f for f in frames if any(f.offset <= s < f.end for s in spots)]
+    decoded = list(iter_frames(bytes(damaged)))
+    assert [d for d in decoded if isinstance(d, Frame)] == [f for f in frames if f not in hit]
+    markers = [d for d in decoded if not isinstance(d, Frame)]
+    assert 1 <= len(markers) <= len(hit)
+    for frame in hit:  # every damaged frame lies inside a reported region
+        assert any(m.offset <= frame.offset and frame.end <= m.end for m in markers)
+
+
+@given(st.binary(max_size=400), st.integers(0, 40))
+def test_garbage_never_raises_and_items_tile_the_input(buf: bytes, start: int) -> None:
+    decoded = list(iter_frames(buf, start))
+    position = start
+    for index, item in enumerate(decoded):
+        assert item.offset == position
+        if isinstance(item, Frame):
+            assert buf[item.offset : item.end] == encode_frame(item.ts_ns, item.payload)
+        if isinstance(item, TornTail):
+            assert index == len(decoded) - 1
+        position = item.end
+    assert position == max(start, len(buf))
+
+
+@given(records_st, st.data())
+def test_windowed_reading_and_counting_match_whole_buffer_decoding(
+    records: list[tuple[int, bytes]], data: st.DataObject
+) -> None:
+    stream, _ = _stream(records)
+    damaged = bytearray(stream)
+    for spot in data.draw(st.lists(st.integers(0, len(stream) - 1), max_size=3)):
+        damaged[spot] ^= 0xFF
+    cut = data.draw(st.integers(0, len(damaged)))
+    buf = bytes(damaged[:cut])
+    window = data.draw(st.integers(1, 64))
+
+    def read(offset: int, size: int) -> bytes:
+        return buf[offset : offset + size]
+
+    whole = list(iter_frames(buf))
+    assert list(read_frames(read, 0, len(buf), window_bytes=window)) == whole
+    frames = [item for item in whole if isinstance(item, Frame)]
+    assert count_frames(read, 0, len(buf), window_bytes=window) == FrameCounts(
+        records=len(frames),
+        payload_bytes=sum(len(f.payload) for f in frames),
+        torn=sum(isinstance(item, TornTail) for item in whole),
+        corrupt=sum(isinstance(item, Corrupt) for item in whole),
+    )

@@ -1,0 +1,326 @@
+"""The record of DESIGN §4, as written by structlog and stdlib loggers alike."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+import agent_logging
+from agent_logging import _pipeline
+from tests.conftest import Captured
+
+Capture = Callable[..., Captured]
+TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z")
+
+
+def test_a_record_holds_the_envelope_identifiers_and_fields(captured: Capture) -> None:
+    sink = captured(service="node-agent", layer="node", env="prod")
+    log = agent_logging.get_logger("agent.tasks")
+    agent_logging.bind(node_id="n-17", node_instance_id="ni-3")
+    with agent_logging.bound(allocation_id="a-9", workflow_id="wf-2"):
+        log.info("task claimed", task="reimage")
+    record = sink.last()
+    assert TS.fullmatch(record.pop("ts"))
+    assert record == {
+        "level": "info",
+        "event": "task claimed",
+        "service": "node-agent",
+        "layer": "node",
+        "env": "prod",
+        "node_id": "n-17",
+        "node_instance_id": "ni-3",
+        "allocation_id": "a-9",
+        "workflow_id": "wf-2",
+        "logger": "agent.tasks",
+        "task": "reimage",
+    }
+    assert list(orjson.loads(sink.lines[-1]))[:6] == [
+        "ts",
+        "level",
+        "event",
+        "service",
+        "layer",
+        "env",
+    ]
+
+
+def test_ts_is_stamped_once_with_nanoseconds(
+    captured: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = captured()
+    monkeypatch.setattr(_pipeline.time, "time_ns", lambda: 1_795_871_479_123_456_789)
+    agent_logging.get_logger().warning("clock check")
+    assert sink.last()["ts"] == "2026-11-28T13:11:19.123456789Z"
+    assert sink.last()["level"] == "warning"
+
+
+def test_unknown_identifiers_are_absent_never_empty(captured: Capture) -> None:
+    sink = captured()
+    agent_logging.get_logger().info("no ids")
+    record = sink.last()
+    for key in agent_logging.IDENTIFIER_KEYS:
+        assert key not in record
+
+
+def test_process_wide_ids_apply_in_every_thread_and_context_wins(captured: Capture) -> None:
+    import threading
+
+    sink = captured(ids={"node_id": "n-1"})
+    log = agent_logging.get_logger()
+    thread = threading.Thread(target=lambda: log.info("from a thread"))
+    thread.start()
+    thread.join(5)
+    with agent_logging.bound(node_id="n-2"):
+        log.info("overridden")
+    assert [(r["event"], r["node_id"]) for r in sink.records] == [
+        ("from a thread", "n-1"),
+        ("overridden", "n-2"),
+    ]
+
+
+def test_level_filtering_and_names(captured: Capture) -> None:
+    sink = captured(level="warning")
+    log = agent_logging.get_logger()
+    log.debug("hidden")
+    log.info("hidden")
+    log.warning("shown")
+    log.error("shown")
+    log.critical("shown")
+    logging.getLogger("lib").info("hidden")
+    logging.getLogger("lib").error("shown")
+    assert [r["level"] for r in sink.records] == ["warning", "error", "critical", "error"]
+
+
+def test_exceptions_carry_error_with_owner_layer_and_chain(captured: Capture) -> None:
+    sink = captured()
+    log = agent_logging.get_logger()
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as inner:
+            raise RuntimeError("provisioning failed") from inner
+    except RuntimeError:
+        log.exception("provision step failed")
+    error = sink.last()["error"]
+    assert sink.last()["level"] == "error"
+    assert error["type"] == "RuntimeError"
+    assert error["message"] == "provisioning failed"
+    assert error["owner_layer"] == "ingress"
+    assert [link["type"] for link in error["chain"]] == ["RuntimeError", "ConnectionRefusedError"]
+    assert "Traceback" in error["stack"]
+    assert "exc_info" not in sink.last()
+
+
+def test_explicit_owner_layer_wins_and_works_without_an_exception(captured: Capture) -> None:
+    sink = captured()
+    log = agent_logging.get_logger()
+    try:
+        raise FileNotFoundError(2, "No such file or directory", "/usr/bin/ansible-playbook")
+    except FileNotFoundError as exc:
+        log.error("deploy failed", exc_info=exc, owner_layer="provider")
+    assert sink.last()["error"]["owner_layer"] == "provider"
+    log.error("release failed", owner_layer="workflow_state")
+    assert sink.last()["error"] == {
+        "type": "failure",
+        "message": "release failed",
+        "owner_layer": "workflow_state",
+        "chain": [],
+    }
+    log.error("odd", owner_layer="the moon")
+    assert sink.last()["error"]["owner_layer"] == "unknown"
+    assert sink.last()["error"]["owner_layer_invalid"] == "'the moon'"
+
+
+def test_stdlib_records_from_libraries_carry_the_same_fields(captured: Capture) -> None:
+    sink = captured(service="api", layer="api")
+    third_party = logging.getLogger("urllib3.connectionpool")
+    with agent_logging.bound(correlation_id="c-1", allocation_id="a-9"):
+        third_party.warning(
+            "Retrying (%s) after %s", "Retry(total=2)", "timeout", extra={"host": "inv"}
+        )
+        try:
+            raise TimeoutError("read timed out")
+        except TimeoutError:
+            third_party.exception("gave up")
+    first, second = sink.records
+    assert first["event"] == "Retrying (Retry(total=2)) after timeout"
+    assert first["logger"] == "urllib3.connectionpool"
+    assert first["host"] == "inv"
+    assert (first["correlation_id"], first["allocation_id"], first["service"]) == (
+        "c-1",
+        "a-9",
+        "api",
+    )
+    assert second["error"]["type"] == "TimeoutError"
+
+
+def test_a_broken_format_string_in_a_library_is_logged_not_raised(captured: Capture) -> None:
+    sink = captured()
+    logging.getLogger("lib").error("%d items", "not a number")
+    assert sink.last()["event"].startswith("unformattable log message: '%d items'")
+
+
+def test_call_site_identifiers_are_checked(captured: Capture) -> None:
+    sink = captured()
+    agent_logging.get_logger().info("claimed", allocation_id='a-9\n{"level":"fake"}', node_id=17)
+    record = sink.last()
+    assert "allocation_id" not in record
+    assert record["node_id"] == "17"
+    assert record["rejected_ids"]["allocation_id"]["reason"].startswith("holds '\\n' (U+000A)")
+    assert len(sink.lines) == 1
+
+
+def test_secrets_are_redacted_before_rendering(captured: Capture) -> None:
+    sink = captured()
+    agent_logging.get_logger().info(
+        "calling https://bob:s3cr3t@inventory/x",
+        password="hunter2",
+        headers={"Authorization": "Bearer abc"},
+    )
+    line = sink.lines[-1]
+    assert b"s3cr3t" not in line and b"hunter2" not in line and b"abc" not in line
+
+
+def test_odd_values_render_and_huge_records_are_cut_not_lost(captured: Capture) -> None:
+    sink = captured()
+    log = agent_logging.get_logger()
+    log.info("odd", blob=b"\xff\x00ok", tags={"b", "a"}, big=2**70, obj=object())
+    record = sink.last()
+    assert record["blob"] == "\\xff\x00ok"
+    assert record["big"] == 2**70
+    log.info("huge", dump="x" * 400_000, allocation_id="a-9")
+    record = sink.last()
+    assert len(sink.lines[-1]) < 256 * 1024
+    assert record["allocation_id"] == "a-9"
+    assert record["truncated"]["fields"] == {"dump": 400_000}
+    assert record["dump"].endswith("...[truncated 398976 chars]")
+
+
+class _Broken:
+    def write(self, *args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        return
+
+
+def test_a_failing_sink_never_raises_and_is_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    agent_logging.configure(service="s", layer="api", output=_Broken())
+    log = agent_logging.get_logger()
+    log.info("one")
+    log.info("two")
+    health = agent_logging.health()
+    assert (health["records"], health["failures"]) == (2, 2)
+    err = capsys.readouterr().err
+    assert err.count("No space left on device") == 1
+
+
+def test_reconfiguring_keeps_existing_loggers_working(captured: Capture) -> None:
+    log = agent_logging.get_logger("early")
+    first = captured(service="one")
+    log.info("a")
+    second = captured(service="two")
+    log.info("b")
+    assert [r["service"] for r in first.records] == ["one"]
+    assert [r["service"] for r in second.records] == ["two"]
+    agent_logging.shutdown()
+    log.info("after shutdown goes nowhere")
+    assert len(second.records) == 1
+
+
+def test_console_format_is_readable(captured: Capture) -> None:
+    import io
+
+    stream = io.StringIO()
+    agent_logging.configure(service="s", layer="node", output=stream, format="console")
+    with agent_logging.bound(node_id="n-17"):
+        agent_logging.get_logger().info("hello there")
+    text = stream.getvalue()
+    assert "hello there" in text and "node_id" in text and "n-17" in text
+    assert not text.startswith("{")
+
+
+def test_rotating_file_output(tmp_path: Any) -> None:
+    path = tmp_path / "agent.jsonl"
+    agent_logging.configure(
+        service="s",
+        layer="node",
+        output="none",
+        file_path=path,
+        file_max_bytes=2000,
+        file_backups=2,
+    )
+    log = agent_logging.get_logger()
+    for n in range(60):
+        log.info("line", n=n)
+    agent_logging.shutdown()
+    kept = [path, path.with_name("agent.jsonl.1"), path.with_name("agent.jsonl.2")]
+    assert all(p.exists() for p in kept)
+    assert not path.with_name("agent.jsonl.3").exists()
+    numbers = sorted(orjson.loads(line)["n"] for p in kept for line in p.read_bytes().splitlines())
+    assert numbers == list(range(60 - len(numbers), 60))
+    assert all(p.stat().st_size <= 2000 for p in kept)
+
+
+def test_active_opentelemetry_span_ids_are_in_every_record(captured: Capture) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("test")
+    sink = captured()
+    log = agent_logging.get_logger()
+    with tracer.start_as_current_span("claim") as span:
+        log.info("inside")
+        context = span.get_span_context()
+    log.info("outside")
+    inside, outside = sink.records
+    assert inside["trace_id"] == f"{context.trace_id:032x}"
+    assert inside["span_id"] == f"{context.span_id:016x}"
+    assert "trace_id" not in outside
+    with tracer.start_as_current_span("pivot"):
+        assert agent_logging.current_ids()["trace_id"] != inside["trace_id"]
+        headers = agent_logging.headers()
+    assert headers["traceparent"].startswith("00-")
+
+
+def test_configuration_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(
+        agent_logging.ConfigurationError, match="AGENT_LOGGING_LAYER / layer: expected one of"
+    ):
+        agent_logging.configure(service="s", layer="kernel")
+    monkeypatch.setenv("AGENT_LOGGING_LEVEL", "loud")
+    with pytest.raises(
+        agent_logging.ConfigurationError, match="AGENT_LOGGING_LEVEL: expected one of"
+    ):
+        agent_logging.configure(service="s", layer="api")
+    monkeypatch.delenv("AGENT_LOGGING_LEVEL")
+    with pytest.raises(agent_logging.ConfigurationError, match="only spool_dir was given"):
+        agent_logging.configure(service="s", layer="api", spool_dir="/tmp/x")
+    with pytest.raises(agent_logging.ConfigurationError, match="unknown options: colour"):
+        agent_logging.configure(service="s", layer="api", colour=True)
+
+
+def test_settings_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOGGING_SERVICE", "from-env")
+    monkeypatch.setenv("AGENT_LOGGING_LAYER", "db")
+    monkeypatch.setenv("AGENT_LOGGING_OUTPUT", "stdout")
+    monkeypatch.setenv("AGENT_LOGGING_FORMAT", "json")
+    monkeypatch.setenv("AGENT_LOGGING_NODE_ID", "n-env")
+    monkeypatch.setenv("AGENT_LOGGING_ALLOCATION_ID", "bad id")
+    settings = agent_logging.configure()
+    agent_logging.get_logger().info("hi")
+    lines = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert settings.service == "from-env"
+    assert lines[0]["event"] == "inherited identifier ignored"
+    assert "AGENT_LOGGING_ALLOCATION_ID" in lines[0]["problem"]
+    assert (lines[1]["service"], lines[1]["layer"], lines[1]["node_id"]) == (
+        "from-env",
+        "db",
+        "n-env",
+    )

@@ -1,0 +1,66 @@
+"""Shared fixtures. Autouse fixtures only reset global state: logging configuration, the
+identifier context and ``AGENT_LOGGING_*`` variables."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+import agent_logging
+from agent_logging import _context, _state
+
+pytest_plugins = ["tests.lokisim.fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_logging_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("AGENT_LOGGING_"):
+            monkeypatch.delenv(name)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    token = _context.set_ids({})
+    yield
+    _context.reset(token)
+    agent_logging.shutdown(timeout_s=2.0)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    _state.reset_reports()
+
+
+class Captured:
+    """Records written by the pipeline, parsed back from their JSON lines."""
+
+    def __init__(self) -> None:
+        self.stream = io.BytesIO()
+
+    @property
+    def lines(self) -> list[bytes]:
+        return self.stream.getvalue().splitlines()
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [orjson.loads(line) for line in self.lines]
+
+    def last(self) -> dict[str, Any]:
+        return self.records[-1]
+
+
+@pytest.fixture
+def captured() -> Callable[..., Captured]:
+    """``captured(**configure_kwargs)`` configures the library to write into memory."""
+
+    def configure(**kwargs: Any) -> Captured:
+        sink = Captured()
+        options: dict[str, Any] = {"service": "svc", "layer": "api", "env": "test"}
+        options.update(kwargs)
+        agent_logging.configure(output=sink.stream, **options)
+        return sink
+
+    return configure
