@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import math
 import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,24 +29,45 @@ from agent_logging._durable import DEAD_LETTER_NAME, spool_dirs
 from agent_logging._loki_client import LokiClient, LokiQueryError
 from agent_logging._push import entry_from_record, render_labels
 from agent_logging._shipper import Shipper
-from agent_logging._spool import Spool, read_all
-from agent_logging.errors import AgentLoggingError
+from agent_logging._spool import Spool, SpooledRecord, read_all
+from agent_logging.errors import AgentLoggingError, SpoolError
 
 __all__ = ["main"]
 
 _POLL_S = 0.25
 
 
+class _UsageError(Exception):
+    """A command-line argument is unusable: exit 2, as argparse does."""
+
+
+def _records(directory: Path) -> Iterator[SpooledRecord]:
+    """The spool's unacknowledged records; none once its directory is gone.
+
+    An adopting process removes an orphan spool it emptied, possibly while we look at it:
+    a directory that vanished holds nothing, which is not an error.
+    """
+    try:
+        yield from read_all(directory)
+    except SpoolError:
+        if directory.exists():
+            raise
+
+
 def _owner(directory: Path) -> str | None:
     """The pid holding the spool's lock, or None when nobody does."""
     lock = directory / "lock"
-    if not lock.exists():
-        return None
-    fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # no lock file, or the spool was removed meanwhile
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        text = lock.read_text("ascii", "replace").strip()
+        try:
+            text = lock.read_text("ascii", "replace").strip()
+        except OSError:
+            text = ""
         return text or "unknown"
     finally:
         os.close(fd)  # closing drops our shared lock, if we got it
@@ -63,7 +85,7 @@ def spool_status(directory: Path) -> dict[str, Any]:
     """Depth and age of one spool directory, read without its lock."""
     records = size = 0
     oldest: int | None = None
-    for record in read_all(directory):
+    for record in _records(directory):
         records += 1
         size += len(record.payload)
         oldest = record.ts_ns if oldest is None else min(oldest, record.ts_ns)
@@ -78,6 +100,7 @@ def spool_status(directory: Path) -> dict[str, Any]:
 
 
 def _status(args: argparse.Namespace) -> int:
+    _check_spool_dir(args.spool_dir)
     rows = [spool_status(directory) for directory in spool_dirs(args.spool_dir)]
     if args.json:
         print(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
@@ -123,7 +146,7 @@ def _collect(directories: Sequence[Path], node_id_label: bool) -> _Expected:
     expected = _Expected()
     for directory in directories:
         defaults = _default_labels(directory)
-        for record in read_all(directory):
+        for record in _records(directory):
             entry = entry_from_record(
                 record.ts_ns, record.payload, node_id_label=node_id_label, default_labels=defaults
             )
@@ -133,11 +156,13 @@ def _collect(directories: Sequence[Path], node_id_label: bool) -> _Expected:
 
 def _ship(directory: Path, client: LokiClient, args: argparse.Namespace, deadline: float) -> str:
     """Ship one spool; returns a problem sentence or ""."""
+    if not directory.exists():
+        return ""  # adopted, emptied and removed by a live process since we listed it
     spool = Spool.try_open(directory)
     if spool is None:
         # A live owner ships its own spool: wait for it to empty.
         while time.monotonic() < deadline:
-            if next(iter(read_all(directory)), None) is None:
+            if next(_records(directory), None) is None:
                 return ""
             time.sleep(_POLL_S)
         return f"{directory}: its owner (pid {_owner(directory)}) did not empty it in time"
@@ -196,7 +221,16 @@ def _verify(client: LokiClient, expected: _Expected, deadline: float) -> tuple[i
         time.sleep(_POLL_S)
 
 
+def _check_spool_dir(spool_dir: Path) -> None:
+    # A mistyped path must not pass the reimage gate as "all 0 records are visible".
+    if not spool_dir.is_dir():
+        raise _UsageError(f"--spool-dir {spool_dir} is not a directory")
+
+
 def _drain(args: argparse.Namespace) -> int:
+    _check_spool_dir(args.spool_dir)
+    if not (math.isfinite(args.timeout_s) and args.timeout_s > 0):
+        raise _UsageError(f"--timeout-s must be a positive number of seconds, not {args.timeout_s}")
     started = time.monotonic()
     deadline = started + args.timeout_s
     directories = spool_dirs(args.spool_dir)
@@ -261,6 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _status(args) if args.command == "status" else _drain(args)
-    except AgentLoggingError as exc:
+    except (AgentLoggingError, _UsageError) as exc:
         print(f"agent-logging: {exc}", file=sys.stderr)
         return 2
+
+
+if __name__ == "__main__":  # ``python -m agent_logging._cli``
+    sys.exit(main())

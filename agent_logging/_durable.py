@@ -12,23 +12,30 @@ background and removes it once empty. ``agent-logging drain`` walks the same lay
 
 The hot path is :meth:`Durable.write`: one ``Spool.append`` (a framed ``os.write``). Shipping,
 fsync, adoption and health records all happen on background threads.
+
+Records that the HTTP stack logs *while a push is in flight* (httpx's "HTTP Request: POST ..."
+at INFO, reaching the pipeline through the stdlib bridge) are not spooled: each push would
+otherwise spool a record that needs another push, for ever. They still reach the local sinks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
-from agent_logging._loki_client import LokiClient
+from agent_logging._loki_client import LokiClient, PushResult
+from agent_logging._push import PushEntry
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
 from agent_logging._types import EventDict
+from agent_logging.errors import SpoolError
 
 if TYPE_CHECKING:
     from agent_logging._config import Settings
@@ -39,6 +46,32 @@ DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: How long an adopted orphan spool may take to ship before the adopter gives up for now.
 _ADOPT_DEADLINE_S: Final = 3600.0
+#: An adoption ships in slices of this length, re-checking between them whether the sink is
+#: closing: ``close()`` must not leave a thread pushing through a closed client for an hour.
+_ADOPT_SLICE_S: Final = 1.0
+#: The files a spool directory consists of (see ``_spool``); removing an emptied orphan
+#: deletes only these, so a directory holding anything else is never removed.
+_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp")
+
+# Set on a shipping thread while its push is in flight (see the module docstring).
+_pushing = threading.local()
+
+
+class _QuietClient:
+    """The Loki client as the shipper sees it: marks the pushing thread while a push runs."""
+
+    def __init__(self, client: LokiClient) -> None:
+        self._client = client
+
+    def push(self, entries: Sequence[PushEntry], /) -> PushResult:
+        _pushing.active = True
+        try:
+            return self._client.push(entries)
+        finally:
+            _pushing.active = False
+
+    def after_fork_in_child(self) -> None:
+        self._client.after_fork_in_child()
 
 
 def client_for(settings: Settings) -> LokiClient:
@@ -85,18 +118,20 @@ class Durable:
         self.settings = settings
         self.spool = spool
         self.client = client
-        self.shipper = self._shipper_for(spool, client)
+        self.shipper = self._shipper_for(spool)
         self._forked = False
+        self._reopen_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._adopting: Shipper | None = None
         self._adopted = 0
 
-    def _shipper_for(self, spool: Spool, client: LokiClient) -> Shipper:
+    def _shipper_for(self, spool: Spool) -> Shipper:
         settings = self.settings
         spool.wake_bytes = settings.batch_max_bytes
         return Shipper(
             spool,
-            client,
+            _QuietClient(self.client),
             max_batch_bytes=settings.batch_max_bytes,
             batch_interval_s=settings.batch_interval_s,
             dead_letter_path=spool.directory / DEAD_LETTER_NAME,
@@ -135,6 +170,8 @@ class Durable:
     # -- the hot path --------------------------------------------------------------------
 
     def write(self, ts_ns: int, line: bytes, record: EventDict) -> None:
+        if getattr(_pushing, "active", False):
+            return  # the HTTP stack's own chatter about a push: spooling it would loop
         if self._forked:
             self._reopen_in_child()
         self.spool.append(ts_ns, line)
@@ -145,11 +182,12 @@ class Durable:
         root = self.settings.spool_dir
         if root is None:
             return
+        own = self.spool.directory
         for directory in spool_dirs(root):
             if self._stop.is_set():
                 return
-            if directory == self.spool.directory:
-                continue
+            if directory == own or directory in own.parents:
+                continue  # our own spool, or a directory that holds it
             try:
                 orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
             except Exception as exc:  # noqa: BLE001 - a broken orphan must not stop this one
@@ -158,11 +196,31 @@ class Durable:
             if orphan is None:
                 continue  # a live process owns it
             with orphan:
-                shipper = self._shipper_for(orphan, self.client)
-                emptied = shipper.ship_pending(_ADOPT_DEADLINE_S)
-                self._adopted += shipper.stats()["records_sent"]
-            if emptied and not (directory / DEAD_LETTER_NAME).exists():
-                shutil.rmtree(directory, ignore_errors=True)
+                shipper = self._shipper_for(orphan)
+                self._adopting = shipper
+                try:
+                    emptied = self._ship_adopted(shipper)
+                finally:
+                    self._adopting = None
+                    self._adopted += shipper.stats()["records_sent"]
+                if emptied:
+                    # Still holding its lock: a process of that service starting now cannot
+                    # have opened it, so nothing of a live spool is removed.
+                    _remove_spool_files(directory)
+            if emptied:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()  # fails, keeping it, when a dead letter or else remains
+
+    def _ship_adopted(self, shipper: Shipper) -> bool:
+        """Ship an adopted spool in slices until it is empty (True) or closing/deadline."""
+        deadline = time.monotonic() + _ADOPT_DEADLINE_S
+        while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if shipper.ship_pending(min(_ADOPT_SLICE_S, remaining)):
+                return True
+        return False
 
     def _health_loop(self) -> None:
         while not self._stop.wait(self.settings.health_interval_s):
@@ -204,6 +262,15 @@ class Durable:
     def close(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         self._stop.set()
+        adopting = self._adopting
+        if adopting is not None:
+            adopting.stop(timeout_s=0.0)  # ends its ship_pending() in the adoption thread
+        if self._forked:
+            # A forked child that never logged: the spool and shipper are the parent's, so
+            # there is nothing of ours to flush (flushing would spin on a spool that is
+            # closed here until the deadline).
+            self.client.close()
+            return
         try:
             self.shipper.stop(timeout_s=max(0.0, deadline - time.monotonic()))
         finally:
@@ -218,21 +285,42 @@ class Durable:
         self.shipper.after_fork_in_child()
         self.client.after_fork_in_child()
         self._forked = True
+        self._reopen_lock = threading.Lock()  # another thread may have held it at the fork
         self._threads = []
+        self._adopting = None
 
     def _reopen_in_child(self) -> None:
-        self._forked = False
-        self._stop = threading.Event()
-        self.spool = _open_own_spool(self.settings)
-        self.shipper = self._shipper_for(self.spool, self.client)
-        self._start_threads()
+        with self._reopen_lock:
+            if not self._forked:
+                return  # another thread of the child reopened first
+            self._stop = threading.Event()
+            spool = _open_own_spool(self.settings)
+            self.shipper = self._shipper_for(spool)
+            self.spool = spool
+            self._forked = False
+            self._start_threads()
+
+
+def _remove_spool_files(directory: Path) -> None:
+    """Delete a spool's own files, the lock last; anything else is left alone."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if _SPOOL_FILES.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    if not (directory / DEAD_LETTER_NAME).exists():
+        with contextlib.suppress(OSError):
+            os.unlink(directory / "lock")
 
 
 def _open_own_spool(settings: Settings) -> Spool:
     root = settings.spool_dir
     if root is None:  # pragma: no cover - configure() requires it with loki_url
         raise ValueError("spool_dir is required")
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise SpoolError(f"cannot create spool directory {root}: {exc}") from exc
     name = _UNSAFE_NAME.sub("_", settings.service) or "service"
     kwargs = _spool_kwargs(settings)
     spool = Spool.try_open(root / name, **kwargs)

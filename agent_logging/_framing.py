@@ -18,10 +18,12 @@ Choices:
 - The CRC covers the length and the timestamp as well as the payload: those fields sit right
   after the CRC, so one ``crc32`` call over one contiguous span checks everything but the
   magic/version pair, which is compared exactly.
-- ``zlib.crc32`` rather than CRC-32C: zlib ships with every CPython and is vectorised there;
-  CRC-32C would need a third-party module (or a slow pure-Python table) on the hot path of
-  every log call, and both detect every burst error up to 32 bits, which covers the damage a
-  torn or flipped write produces. The CRC guards against torn writes and media errors, not
+- ``zlib.crc32`` rather than CRC-32C: zlib's is in the standard library, in C (about 0.9 GB/s
+  on the development machine, 0.2 µs for a 200-byte record); CRC-32C would need a third-party
+  module (or a slow pure-Python table) on the hot path of every log call. CRC-32C's better
+  Hamming distance matters for long messages and rare multi-bit patterns; for the damage a
+  spool sees (a torn write, a flipped or zeroed block) both detect every burst up to 32 bits
+  and miss anything else with probability 2**-32. The CRC guards against accidents, not
   against an adversary.
 - Payloads are capped at 16 MiB (a u32 could say 4 GiB): a damaged length field then cannot
   make the reader allocate gigabytes, and no Loki accepts lines anywhere near that (its
@@ -57,9 +59,9 @@ __all__ = [
     "read_frames",
 ]
 
-MAGIC: Final = 0xF7
-VERSION: Final = 0x01
-_MARK: Final = bytes((MAGIC, VERSION))
+_MAGIC: Final = 0xF7
+_VERSION: Final = 0x01  # a new layout gets a new version; this reader counts others as damage
+_MARK: Final = bytes((_MAGIC, _VERSION))
 _HEADER: Final = struct.Struct("<2sIIQ")  # mark, crc, length, ts_ns
 _CHECKED: Final = struct.Struct("<IQ")  # the header fields the CRC covers: length, ts_ns
 #: Size of a frame's header; a frame is ``HEADER_BYTES + len(payload)`` bytes.

@@ -209,7 +209,7 @@ DEFAULT_RULES: Final[tuple[OwnerRule, ...]] = (
             "MySQLdb",
         ),
         name="db-driver",
-    ),  # fmt: skip
+    ),
     OwnerRule(
         "db",
         type_names=("sqlalchemy.exc.DBAPIError", "sqlalchemy.exc.TimeoutError"),

@@ -51,17 +51,30 @@ _MAX_DEPTH: Final = 32
 
 # --- keys -----------------------------------------------------------------------------------
 
-#: A key is sensitive when its words, joined, end with one of these ...
+# A key is split into lower-case words at separators and camelCase boundaries. Every rule
+# looks at the last word or the last two, so each sensitive key holds, as plain text, one of
+# the words _has_key_word() tests for: the prefilter of key=value text can rely on it.
+
+#: A key is sensitive when its last word ends with one of these (pgpassword, clientsecret) ...
 _SUFFIXES: Final = (
     "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
     "privatekey", "secretkey", "signingkey", "encryptionkey", "hmackey", "masterkey", "tlskey",
     "sessionid", "sessid", "authorization", "cookie", "cookies", "credential", "credentials",
     "creds", "signature",
 )  # fmt: skip
-#: ... or its last word is one of these (too short to be safe as suffixes: bypass, cwd) ...
-_LAST_WORDS: Final = frozenset({"pass", "pwd", "sig"})
-#: ... or its words, joined, are exactly one of these.
-_EXACT: Final = frozenset({"session"})
+#: ... or is one of these (too short to be safe as suffixes: bypass, oldpwd) ...
+_LAST_WORDS: Final = frozenset({"auth", "pass", "pwd", "sig"})
+#: ... or it is one of these last words after a word ending as listed (api_key, XApiKey) ...
+_COMPOUNDS: Final = {
+    "key": (
+        "api", "access", "private", "secret", "signing", "encryption", "hmac", "master", "tls",
+    ),
+    "id": ("session",),
+    "phrase": ("pass",),
+    "data": ("key",),  # kubeconfig's client-key-data
+}  # fmt: skip
+#: ... or it is the single word ``session``.
+_EXACT: Final = "session"
 #: Keys whose value in an HTTP header dump (``Name: value``) runs to the end of the line.
 _HEADER_KEYS: Final = frozenset(
     {"authorization", "proxyauthorization", "cookie", "cookies", "setcookie"}
@@ -84,7 +97,8 @@ def is_sensitive_key(key: str) -> bool:
     ``apiKey``, ``API_KEY``). Sensitive: ``password``, ``db_password``, ``PGPASSWORD``,
     ``client_secret``, ``access_token``, ``api_key``, ``aws_secret_access_key``,
     ``private_key``, ``authorization``, ``set-cookie``, ``session``, ``sessionid``,
-    ``credentials``, ``ansible_become_pass``, ``pwd``. Not sensitive: ``task``,
+    ``credentials``, ``ansible_become_pass``, ``pwd``, ``auth`` (docker's config.json),
+    ``client-key-data`` (kubeconfig). Not sensitive: ``task``,
     ``token_count``, ``max_tokens``, ``tokenizer``, ``key_id``, ``cache_key``,
     ``idempotency_key``, ``passed``, ``bypass``, ``secretary``, ``secret_name``,
     ``password_policy``, ``session_timeout``.
@@ -99,9 +113,11 @@ def is_sensitive_key(key: str) -> bool:
     if cached is not None:
         return cached
     words = _key_words(key)
-    joined = "".join(words)
     sensitive = bool(words) and (
-        joined.endswith(_SUFFIXES) or words[-1] in _LAST_WORDS or joined in _EXACT
+        words[-1].endswith(_SUFFIXES)
+        or words[-1] in _LAST_WORDS
+        or (len(words) > 1 and words[-2].endswith(_COMPOUNDS.get(words[-1], ())))
+        or words == [_EXACT]
     )
     if len(_KEY_CACHE) >= _KEY_CACHE_SIZE:
         _KEY_CACHE.clear()  # keys can be caller data: bound the memory, not the hit rate
@@ -115,13 +131,15 @@ def is_sensitive_key(key: str) -> bool:
 # match, and each pattern starting with a literal so that sre scans for it at C speed (a
 # pattern starting with a look-behind is tried at every position: 50x slower, measured).
 
-_PEM: Final = (
-    r"-----BEGIN[ A-Z0-9]*?PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:(?s:.*?)-----END[ A-Z0-9]*?PRIVATE KEY(?: BLOCK)?-----"
-    # Cut short (a message truncated at 2 KB): base64 lines and RFC 1421 headers that follow.
-    r"|(?:(?:\r?\n|\\r?\\n|[ \t]+)(?:[A-Za-z0-9+/=]++|[A-Za-z-]++:[^\r\n\\]*+))*+)"
+_PEM_BEGIN: Final = re.compile(r"-----BEGIN[ A-Z0-9]*?PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END: Final = re.compile(r"-----END[ A-Z0-9]*?PRIVATE KEY(?: BLOCK)?-----")
+# A key cut short (a message truncated at 2 KB): the base64 lines and RFC 1421 headers that
+# follow its BEGIN line, separated by newlines, literal "\n" (a repr) or blanks.
+_PEM_BODY: Final = re.compile(
+    r"(?:(?:\r?\n|(?:\\r)?\\n|[ \t])*+(?:[A-Za-z-]++:[^\r\n\\]*+|[A-Za-z0-9+/=]++))*+"
 )
-_PEM_RE: Final = re.compile(_PEM)
+#: A 16384-bit RSA key is ~12.5 KB of PEM: its END line is looked for that far, no further.
+_PEM_MAX_CHARS: Final = 16384
 # scheme://user:password@host; the password may hold '@' and ':', the last '@' ends it.
 _URL_RE: Final = re.compile(
     r"://(?<=[A-Za-z0-9+.-]://)[^\s:/?#@\"'<>\[\]\\]*+:(?P<pw>[^\s/?#\"'<>\\]+)@"
@@ -131,12 +149,8 @@ _URL_RE: Final = re.compile(
 _SEP_RE: Final = re.compile(r"(?:=>|=(?!=)|:(?!:|//))[ \t]*")
 _KEY_CHARS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _KEY_MAX_CHARS: Final = 128
-# Lower-cased endings of every key is_sensitive_key() accepts: a cheap first test.
-_KEY_ENDINGS: Final = (
-    "pass", "passwd", "password", "passphrase", "pwd", "secret", "token", "key",
-    "authorization", "cookie", "cookies", "credential", "credentials", "creds", "session",
-    "sessid", "sessionid", "session_id", "session-id", "session.id", "sig", "signature",
-)  # fmt: skip
+# How every key is_sensitive_key() accepts ends, lower-cased: a cheap first test.
+_KEY_ENDINGS: Final = (*_SUFFIXES, *_LAST_WORDS, *_COMPOUNDS, _EXACT)
 _BEARER_RE: Final = re.compile(
     r"[Bb](?<![A-Za-z0-9_-][Bb])earer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}+=*+)"
 )
@@ -146,7 +160,8 @@ _SHAPES_RE: Final = re.compile(
     r"(?:\.[A-Za-z0-9_-]*+\.[A-Za-z0-9_-]*+)?"
     r"|AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key ids
     r"|ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|gh(?<![A-Za-z0-9_]gh)(?:[pousr]_[A-Za-z0-9]{36,}+|ithub_pat_[A-Za-z0-9_]{22,}+)"
+    r"|gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{36,}+"  # GitHub
+    r"|github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,}+"
     r"|gl(?<![A-Za-z0-9_-]gl)(?:pat|ptt|dt|rt|cbt|soat)-[A-Za-z0-9_-]{20,}+"  # GitLab
     r"|xox(?<![A-Za-z0-9_-]xox)[abposre]-[A-Za-z0-9-]{10,}+"  # Slack
     r"|sk_(?<![A-Za-z0-9_]sk_)(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe secret keys
@@ -196,34 +211,67 @@ def redact_text(text: str) -> str:
     return redacted
 
 
-def _scan(text: str) -> str:
+def _scan(text: str, *, unfiltered: bool = False) -> str:
     """The passes, each behind the substring tests its pattern cannot match without.
 
     Single characters are tested first: ``in`` finds one with memchr, several times faster
-    than a longer needle, and most clean text fails all of them.
+    than a longer needle, and most clean text fails all of them. ``unfiltered`` runs every
+    pass regardless, for tests that check the tests are right.
     """
-    dash = "-" in text
-    colon = ":" in text
+    dash = unfiltered or "-" in text
+    colon = unfiltered or ":" in text
     if dash and "PRIVATE KEY" in text:
-        text = _sub(_PEM_RE, _REDACTED_KEY, text)
+        text = _apply(text, _pem_spans(text))
     if colon and "@" in text and "://" in text:
         text = _apply(
             text, [(m.start("pw"), m.end("pw"), REDACTED) for m in _URL_RE.finditer(text)]
         )
-    if (colon or "=" in text) and _has_key_word(text.lower()):
-        text = _apply(text, _kv_spans(text))
-    if "earer" in text:
+    if (colon or "=" in text) and (unfiltered or _has_key_word(text.lower())):
+        text = _apply(text, _kv_spans(text, unfiltered=unfiltered))
+    if unfiltered or "earer" in text:
         text = _apply(
             text, [(m.start("token"), m.end(), REDACTED) for m in _BEARER_RE.finditer(text)]
         )
     if (
-        ("." in text and "eyJ" in text)
+        unfiltered
+        or ("." in text and "eyJ" in text)
         or "IA" in text
-        or ("_" in text and ("gh" in text or "k_live_" in text or "k_test_" in text))
+        or (
+            "_" in text
+            and ("gh" in text or "_pat_" in text or "k_live_" in text or "k_test_" in text)
+        )
         or (dash and ("gl" in text or "xox" in text))
     ):
         text = _sub(_SHAPES_RE, REDACTED, text)
     return text
+
+
+def _pem_spans(text: str) -> list[Span]:
+    """Each private key block, from BEGIN to its END line, or to the end of its base64 body.
+
+    Procedural rather than one pattern: ``str.find`` bounds the search for END by the next
+    BEGIN, so text with many unterminated headers stays linear.
+    """
+    spans: list[Span] = []
+    for begin in _PEM_BEGIN.finditer(text):
+        if spans and begin.start() < spans[-1][1]:
+            continue
+        limit = min(len(text), begin.end() + _PEM_MAX_CHARS)
+        following = text.find("-----BEGIN", begin.end(), limit)
+        if following != -1:
+            limit = following
+        end = -1
+        at = text.find("-----END", begin.end(), limit)
+        while at != -1 and end == -1:
+            closing = _PEM_END.match(text, at, limit)
+            if closing is not None:
+                end = closing.end()
+            at = text.find("-----END", at + 1, limit)
+        if end == -1:
+            body = _PEM_BODY.match(text, begin.end())
+            end = begin.end() if body is None else body.end()
+        spans.append((begin.start(), end, _REDACTED_KEY))
+    return spans
 
 
 def _has_key_word(lowered: str) -> bool:
@@ -261,7 +309,7 @@ def _apply(text: str, spans: list[Span]) -> str:
     return "".join(pieces)
 
 
-def _kv_spans(text: str) -> list[Span]:
+def _kv_spans(text: str, *, unfiltered: bool = False) -> list[Span]:
     spans: list[Span] = []
     pos = 0
     for sep in _SEP_RE.finditer(text):
@@ -270,19 +318,27 @@ def _kv_spans(text: str) -> list[Span]:
             continue
         window_start = max(0, at - _KEY_MAX_CHARS)
         head = text[window_start:at].rstrip(" \t")
-        if head.endswith(('"', "'")):
+        quoted_key = head.endswith(('"', "'"))
+        if quoted_key:
             head = head[:-2] if head.endswith(('\\"', "\\'")) else head[:-1]
         key = head[len(head.rstrip(_KEY_CHARS)) :]
-        if not key.lower().endswith(_KEY_ENDINGS) or not is_sensitive_key(key):
+        if not (unfiltered or key.lower().rstrip("_.-").endswith(_KEY_ENDINGS)):
             continue
-        span = _kv_value(text, key, window_start + len(head) - len(key), text[at], sep.end())
+        if not is_sensitive_key(key):
+            continue
+        key_start = window_start + len(head) - len(key)
+        # "Authorization: Bearer x" quoted whole (nginx's debug log): the quote ends the value.
+        wrapper = text[key_start - 1] if key_start and not quoted_key else ""
+        span = _kv_value(text, key, key_start, text[at], sep.end(), wrapper)
         if span is not None:
             spans.append(span)
             pos = span[1]
     return spans
 
 
-def _kv_value(text: str, key: str, key_start: int, sep: str, start: int) -> Span | None:
+def _kv_value(
+    text: str, key: str, key_start: int, sep: str, start: int, wrapper: str
+) -> Span | None:
     """Where the value of a sensitive key that starts at ``start`` is; None if it has none."""
     if start >= len(text) or text[start] in "\r\n":
         return None
@@ -307,6 +363,8 @@ def _kv_value(text: str, key: str, key_start: int, sep: str, start: int) -> Span
         inner = _after_scheme(text, start, len(text), normalised)
         if normalised in _HEADER_KEYS and sep == ":":
             end = _line_end(text, inner)  # an HTTP header: the value is the rest of the line
+            if wrapper in ('"', "'") and (close := text.find(wrapper, inner, end)) != -1:
+                end = close
         else:
             bare = _BARE_VALUE.match(text, inner)
             end = inner if bare is None else bare.end()
@@ -467,7 +525,7 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
         value = event_dict[key]
         sensitive = _KEY_CACHE.get(key)
         if sensitive is None:
-            sensitive = is_sensitive_key(key)
+            sensitive = isinstance(key, str) and is_sensitive_key(key)
         if sensitive:
             new = _redacted(value)
         elif type(value) is str:

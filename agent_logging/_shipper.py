@@ -32,7 +32,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar
 import orjson
 
 from agent_logging._loki_client import PushResult
-from agent_logging._push import PushEntry, entry_from_record
+from agent_logging._push import PushEntry, RecordLike, entries_from_records
 from agent_logging.errors import ConfigurationError
 
 __all__ = ["DEAD_LETTER_MAX_BYTES", "PushClient", "Shipper", "ShipperStats", "SpoolLike"]
@@ -68,17 +68,9 @@ class ShipperStats(TypedDict):
     consecutive_failures: int
 
 
-class _RecordLike(Protocol):
-    @property
-    def ts_ns(self) -> int: ...
-
-    @property
-    def payload(self) -> bytes: ...
-
-
 class _BatchLike(Protocol):
     @property
-    def records(self) -> Sequence[_RecordLike]: ...
+    def records(self) -> Sequence[RecordLike]: ...
 
 
 class _StatsLike(Protocol):
@@ -429,18 +421,12 @@ class Shipper:
         return True
 
     def _deliver(
-        self, records: Sequence[_RecordLike], deadline: float | None, *, halt: threading.Event
+        self, records: Sequence[RecordLike], deadline: float | None, *, halt: threading.Event
     ) -> _Delivery:
         """Push records until each is stored or dead-lettered, or stop/deadline comes."""
-        entries = [
-            entry_from_record(
-                record.ts_ns,
-                record.payload,
-                node_id_label=self._node_id_label,
-                default_labels=self._default_labels,
-            )
-            for record in records
-        ]
+        entries = entries_from_records(
+            records, node_id_label=self._node_id_label, default_labels=self._default_labels
+        )
         # Half-open ranges still to push, the next one last. A refused range is replaced by
         # its two halves; a retry in the middle of a split repeats only the range that
         # failed, so parts already delivered are not resent while the batch is worked through.

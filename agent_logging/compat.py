@@ -1,0 +1,117 @@
+"""A drop-in for python-logging-loki, backed by the durable pipeline.
+
+python-logging-loki (unmaintained since 2019) sends one blocking HTTP POST per record and
+drops records on any error. Migrating is one import::
+
+    # import logging_loki
+    from agent_logging import compat as logging_loki
+
+    handler = logging_loki.LokiHandler(
+        url="https://loki.example/loki/api/v1/push",
+        tags={"application": "my-app"},
+        auth=("user", "password"),
+        version="1",
+    )
+    logging.getLogger("my-logger").addHandler(handler)
+
+Records then go through ``agent_logging``'s pipeline (identifiers, redaction, JSON line) into
+the on-disk spool and are shipped in batches by a background thread. The spool directory is
+``AGENT_LOGGING_SPOOL_DIR`` or ``$XDG_STATE_HOME/agent-logging/spool``.
+
+Tags: ``application``, ``service``, ``service_name``, ``app`` or ``job`` names the service (the
+``service_name`` label); the others become fields of every record (our labels stay few and
+static, as Loki recommends), and ``extra={"tags": {...}}`` on a call adds fields to that record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from queue import Queue
+from typing import Any, Final
+
+from agent_logging import _config, _environ, _state
+from agent_logging._stdlib import StdlibBridge
+
+__all__ = ["LokiHandler", "LokiQueueHandler"]
+
+_PUSH_SUFFIX: Final = "/loki/api/v1/push"
+_SERVICE_TAGS: Final = ("service_name", "service", "application", "app", "job")
+
+
+def _default_spool_dir() -> Path:
+    configured = os.environ.get(_environ.SPOOL_DIR)
+    if configured:
+        return Path(configured)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "agent-logging" / "spool"
+
+
+class LokiHandler(logging.Handler):
+    """python-logging-loki's ``LokiHandler`` constructor, durable underneath.
+
+    Args:
+        url: Loki's push URL (``.../loki/api/v1/push``) or its base URL.
+        tags: stream tags; see the module docstring for how they map.
+        auth: ``(user, password)`` for basic authentication.
+        version: accepted for compatibility ("0" or "1"); the push API used is always v1.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        tags: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
+        version: str | None = None,
+    ) -> None:
+        super().__init__()
+        tags = dict(tags or {})
+        service = next((str(tags.pop(k)) for k in _SERVICE_TAGS if k in tags), None)
+        self._fields = tags
+        self._bridge = StdlibBridge()
+        settings = _config.settings
+        if settings is None or settings.loki_url is None:
+            base = url.removesuffix("/").removesuffix(_PUSH_SUFFIX)
+            options: dict[str, Any] = {
+                "loki_url": base,
+                "spool_dir": _default_spool_dir(),
+                "capture_stdlib": False,
+                "output": "none",
+            }
+            if auth is not None:
+                options["loki_username"], options["loki_password"] = auth
+            _config.configure(service=service, **options)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        extra_tags = getattr(record, "tags", None)
+        fields = {**self._fields, **extra_tags} if isinstance(extra_tags, Mapping) else self._fields
+        for key, value in fields.items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        if isinstance(extra_tags, Mapping):
+            delattr(record, "tags")
+        self._bridge.emit(record)
+
+    def flush(self) -> None:
+        pipeline = _state.pipeline
+        if pipeline is not None:
+            for sink in pipeline.sinks:
+                flush = getattr(sink, "flush", None)
+                if flush is not None:
+                    flush(5.0)
+
+
+class LokiQueueHandler(LokiHandler):
+    """python-logging-loki's ``LokiQueueHandler(queue, **kwargs)``.
+
+    The queue is accepted and not needed: our logging call never blocks on the network (it
+    appends to the spool, and a shipper thread does the sending).
+    """
+
+    def __init__(self, queue: Queue[Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.queue = queue

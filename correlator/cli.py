@@ -1,0 +1,303 @@
+"""The ``correlator`` command.
+
+::
+
+    correlator [--db PATH] ingest --source KIND PATH...
+    correlator [--db PATH] ingest --source loki --query LOGQL --since 1h
+    correlator [--db PATH] ingest --source workflow --dsn DSN [--table allocation_audit]
+    correlator [--db PATH] timeline --id KEY=VALUE [--json | --html FILE]
+    correlator [--db PATH] graph --id KEY=VALUE
+    correlator [--db PATH] findings [--json]
+    correlator [--db PATH] latency [--json]
+    correlator [--db PATH] serve [--host 127.0.0.1] [--port 8080]
+    correlator demo [--no-serve]
+
+Exit status: 0 success, 1 nothing found / a source failed, 2 bad arguments or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from correlator import _environ
+from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
+from correlator.store import IngestResult, Store
+
+__all__ = ["main"]
+
+DEFAULT_DB = "correlator.duckdb"
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
+
+
+def _summary(result: IngestResult, took_s: float) -> str:
+    data = result.as_dict()
+    line = (
+        f"accepted {data['accepted']}, duplicate {data['duplicate']}, "
+        f"rejected {data['rejected']} in {took_s:.2f} s"
+    )
+    for reason, count in data["rejected_by_reason"].items():
+        line += f"\n  rejected {count}: {reason}"
+    return line
+
+
+def _progress_factory(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    progress = Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+        TransferSpeedColumn(), transient=True,
+    )  # fmt: skip
+
+    def for_file(path: Path, size: int) -> Any:
+        if not progress.live.is_started:
+            progress.start()
+        task = progress.add_task(path.name, total=size)
+        return lambda n: progress.advance(task, n)
+
+    for_file.stop = progress.stop  # type: ignore[attr-defined]
+    return for_file
+
+
+def _ingest(args: argparse.Namespace, store: Store) -> int:
+    started = time.perf_counter()
+    if args.source == "loki":
+        result = _ingest_loki(args, store)
+    elif args.dsn:
+        from correlator.ingest import ingest_items
+        from correlator.sources import workflow
+
+        if args.source != "workflow":
+            raise QueryError("--dsn reads a PostgreSQL audit table: use it with --source workflow")
+        result = ingest_items(store, workflow.read_audit_table(args.dsn, table=args.table))
+    else:
+        from correlator.ingest import ingest_lines, ingest_paths, read_lines
+
+        if not args.paths:
+            raise QueryError("give the files to ingest (or - for standard input)")
+        paths = [Path(p) for p in args.paths if p != "-"]
+        large = sum(p.stat().st_size for p in paths if p.exists()) > 8 * 1024 * 1024
+        progress = _progress_factory(sys.stderr.isatty() and large and not args.quiet)
+        try:
+            result = ingest_paths(store, args.source, paths, progress=progress)
+        finally:
+            if progress is not None:
+                progress.stop()
+        if "-" in args.paths:
+            result.add(ingest_lines(store, args.source, read_lines(sys.stdin.buffer), "stdin"))
+    print(_summary(result, time.perf_counter() - started), file=sys.stderr)
+    return 0
+
+
+def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
+    from agent_logging._loki_client import LokiClient
+    from correlator.ingest import ingest_items
+    from correlator.queries import parse_duration_s, parse_time_ns
+    from correlator.sources import loki
+
+    url = (
+        args.loki_url
+        or os.environ.get(_environ.LOKI_URL)
+        or os.environ.get("AGENT_LOGGING_LOKI_URL")
+    )
+    if not url:
+        raise QueryError(f"give --loki-url or set {_environ.LOKI_URL}")
+    if not args.query:
+        raise QueryError("--source loki needs --query LOGQL")
+    now = time.time_ns()
+    end = parse_time_ns(args.to) if args.to else now
+    if args.from_:
+        start = parse_time_ns(args.from_)
+    else:
+        start = end - int(parse_duration_s(args.since or "1h") * 1e9)
+    username = args.username or os.environ.get(_environ.LOKI_USERNAME)
+    password = os.environ.get(_environ.LOKI_PASSWORD, "")
+    client = LokiClient(
+        url,
+        tenant=args.tenant or os.environ.get(_environ.LOKI_TENANT),
+        basic_auth=(username, password) if username else None,
+        bearer_token=os.environ.get(_environ.LOKI_BEARER_TOKEN),
+        ca_bundle=args.ca_bundle or os.environ.get(_environ.LOKI_CA_BUNDLE),
+    )
+    with client:
+        return ingest_items(store, loki.fetch(client, args.query, start_ns=start, end_ns=end))
+
+
+def _timeline(args: argparse.Namespace, store: Store) -> int:
+    from correlator import incident, render
+    from correlator.queries import parse_time_ns
+
+    key, value = incident.parse_seed(args.id)
+    data = incident.timeline_for(
+        store,
+        key,
+        value,
+        from_ns=parse_time_ns(args.from_) if args.from_ else None,
+        to_ns=parse_time_ns(args.to) if args.to else None,
+        limit=args.limit,
+    )
+    if args.json:
+        _print_json(data)
+    elif args.html:
+        Path(args.html).write_text(render.html_page(data), "utf-8")
+        print(f"wrote {args.html}", file=sys.stderr)
+    else:
+        render.print_timeline(data)
+    return 0
+
+
+def _graph(args: argparse.Namespace, store: Store) -> int:
+    from correlator import incident
+
+    key, value = incident.parse_seed(args.id)
+    _print_json(incident.graph_for(store, key, value))
+    return 0
+
+
+def _findings(args: argparse.Namespace, store: Store) -> int:
+    from correlator import queries, render
+
+    now = queries.parse_time_ns(args.now) if args.now else time.time_ns()
+    found = queries.findings(store, now)
+    if args.json:
+        _print_json({"findings": found})
+    else:
+        render.print_findings(found)
+    return 0
+
+
+def _latency(args: argparse.Namespace, store: Store) -> int:
+    from correlator import queries, render
+
+    phases = queries.latency(store)
+    if args.json:
+        _print_json({"phases": phases})
+    else:
+        render.print_latency(phases)
+    return 0
+
+
+def _serve(args: argparse.Namespace, store: Store) -> int:
+    import uvicorn
+
+    import agent_logging
+    from correlator.api import DEFAULT_MAX_BODY_BYTES, create_app
+
+    agent_logging.configure(service="correlator", layer="api")
+    app = create_app(
+        store,
+        token=os.environ.get(_environ.TOKEN) or None,
+        read_token=os.environ.get(_environ.READ_TOKEN) or None,
+        max_body_bytes=int(os.environ.get(_environ.MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES)),
+    )
+    print(
+        f"correlator: serving {store.path} on http://{args.host}:{args.port}/ (API docs at /docs)",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="correlator", description="One incident timeline across five layers."
+    )
+    parser.add_argument(
+        "--db",
+        default=os.environ.get(_environ.DB, DEFAULT_DB),
+        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ingest = sub.add_parser("ingest", help="read evidence into the database")
+    ingest.add_argument(
+        "--source", required=True, help="ndjson, agent, nginx, postgres, workflow, k8s, aap or loki"
+    )
+    ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument("--query", help="LogQL (with --source loki)")
+    ingest.add_argument("--since", help="how far back (with --source loki), e.g. 1h")
+    ingest.add_argument("--from", dest="from_", help="window start: RFC 3339, ns, or now-1h")
+    ingest.add_argument("--to", help="window end")
+    ingest.add_argument("--loki-url")
+    ingest.add_argument("--tenant")
+    ingest.add_argument("--username")
+    ingest.add_argument("--ca-bundle")
+    ingest.add_argument(
+        "--dsn", help="PostgreSQL DSN of the workflow audit table (with --source workflow)"
+    )
+    ingest.add_argument("--table", default="allocation_audit")
+
+    timeline = sub.add_parser("timeline", help="everything about one identifier, in order")
+    timeline.add_argument("--id", required=True, help="KEY=VALUE, e.g. allocation_id=a-9")
+    output = timeline.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true")
+    output.add_argument("--html", metavar="FILE")
+    timeline.add_argument("--from", dest="from_")
+    timeline.add_argument("--to")
+    timeline.add_argument("--limit", type=int, default=10_000)
+
+    graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
+    graph.add_argument("--id", required=True)
+
+    findings = sub.add_parser("findings", help="stuck lifecycles, drift and orphans")
+    findings.add_argument("--json", action="store_true")
+    findings.add_argument("--now", help="reference time (default: now)")
+
+    latency = sub.add_parser("latency", help="per-phase durations by provider")
+    latency.add_argument("--json", action="store_true")
+
+    serve = sub.add_parser("serve", help="the HTTP service and web page")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+
+    demo = sub.add_parser("demo", help="build a realistic incident, show it, serve it")
+    demo.add_argument("--no-serve", action="store_true", help="print and exit")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8080)
+    demo.add_argument("--seed", type=int, default=7)
+    return parser
+
+
+_COMMANDS = {
+    "ingest": _ingest,
+    "timeline": _timeline,
+    "graph": _graph,
+    "findings": _findings,
+    "latency": _latency,
+    "serve": _serve,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``correlator`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            from correlator import demo
+
+            return demo.run(args)
+        with Store(
+            args.db,
+            read_only=args.command in ("timeline", "graph", "findings", "latency")
+            and Path(args.db).exists(),
+        ) as store:
+            return _COMMANDS[args.command](args, store)
+    except (QueryError, InputError) as exc:
+        print(f"correlator: {exc}", file=sys.stderr)
+        return 2
+    except (NotFoundError, SourceError, CorrelatorError) as exc:
+        print(f"correlator: {exc}", file=sys.stderr)
+        return 1

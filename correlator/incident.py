@@ -1,0 +1,181 @@
+"""Answers to the operator's questions, assembled from the store and the pure core.
+
+This is the thin layer between the edges (CLI, HTTP) and the pure modules: it validates the
+seed identifier, asks the store for the evidence the graph expansion needs, and renders the
+JSON shapes of DESIGN §6.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agent_logging._ids import problem
+from agent_logging._render import rfc3339_ns
+from correlator import graph, timeline, verdict
+from correlator.errors import NotFoundError, QueryError
+from correlator.model import IDENTIFIER_KEYS, Event
+from correlator.store import Store
+
+__all__ = ["event_json", "graph_for", "parse_seed", "timeline_for"]
+
+DEFAULT_LIMIT: Final = 10_000
+#: Around the seed's own evidence, how far the incident window reaches (parents' events and
+#: links are only looked for inside it).
+DEFAULT_WINDOW_S: Final = 6 * 3600.0
+_NS: Final = 1_000_000_000
+
+
+def parse_seed(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` to a checked (key, value) pair.
+
+    Raises:
+        QueryError: naming what is wrong (unknown key, unsafe value, missing ``=``).
+    """
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise QueryError(f"expected KEY=VALUE with KEY one of {', '.join(IDENTIFIER_KEYS)}")
+    return check_seed(key.strip(), value.strip())
+
+
+def check_seed(key: str, value: str) -> tuple[str, str]:
+    if key not in IDENTIFIER_KEYS:
+        raise QueryError(f"unknown identifier {key!r}; use one of {', '.join(IDENTIFIER_KEYS)}")
+    reason = problem(key, value)
+    if reason is not None:
+        raise QueryError(f"{key} {reason}")
+    return key, value
+
+
+def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
+    """An event as the API and ``--json`` show it (None fields left out)."""
+    shown: dict[str, Any] = {"ts": rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
+    if corrected_ns is not None and corrected_ns != event.ts_ns:
+        shown["corrected_ts_ns"] = corrected_ns
+    for name in (
+        "layer", "source", "service", "level", "message", *IDENTIFIER_KEYS, "trace_id",
+        "span_id", "http_method", "http_path", "http_status", "duration_s", "owner_hint",
+        "error_type", "entity_kind", "entity_id", "state_from", "state_to",
+    ):  # fmt: skip
+        value = getattr(event, name)
+        if value is not None:
+            shown[name] = value
+    if event.attrs:
+        shown["attrs"] = event.attrs
+    shown["origin"] = event.origin
+    shown["hash"] = f"{event.hash & 0xFFFFFFFFFFFFFFFF:016x}"
+    shown["raw"] = event.raw
+    return shown
+
+
+def _expansion(
+    store: Store, key: str, value: str, window_s: float
+) -> tuple[graph.Expansion, int, int]:
+    bounds = store.bounds_for(key, value)
+    if bounds is None:
+        raise NotFoundError(f"no evidence mentions {key}={value}")
+    from_ns = bounds[0] - int(window_s * _NS)
+    to_ns = bounds[1] + int(window_s * _NS) + 1
+    cache: dict[tuple[str, str], Mapping[str, Mapping[str, int]]] = {}
+
+    def link_counts(k: str, v: str) -> Mapping[str, Mapping[str, int]]:
+        if (k, v) not in cache:
+            cache[(k, v)] = store.link_counts(k, v, from_ns=from_ns, to_ns=to_ns)
+        return cache[(k, v)]
+
+    expansion = graph.expand(
+        key, value, link_counts=link_counts, cardinalities=store.cardinalities()
+    )
+    return expansion, from_ns, to_ns
+
+
+def graph_for(
+    store: Store, key: str, value: str, *, window_s: float = DEFAULT_WINDOW_S
+) -> dict[str, Any]:
+    """The identifier graph from one seed: ids, followed and refused links."""
+    key, value = check_seed(key, value)
+    expansion, from_ns, to_ns = _expansion(store, key, value, window_s)
+    shown = expansion.as_dict()
+    shown["window"] = {"from": rfc3339_ns(from_ns), "to": rfc3339_ns(to_ns)}
+    return shown
+
+
+def timeline_for(
+    store: Store,
+    key: str,
+    value: str,
+    *,
+    from_ns: int | None = None,
+    to_ns: int | None = None,
+    limit: int = DEFAULT_LIMIT,
+    window_s: float = DEFAULT_WINDOW_S,
+) -> dict[str, Any]:
+    """The incident timeline of DESIGN §6 for one seed identifier.
+
+    Raises:
+        QueryError: the seed or the window is malformed.
+        NotFoundError: no evidence mentions the seed.
+    """
+    key, value = check_seed(key, value)
+    if limit < 1:
+        raise QueryError("limit must be at least 1")
+    expansion, window_from, window_to = _expansion(store, key, value, window_s)
+    lo = from_ns if from_ns is not None else None
+    hi = to_ns if to_ns is not None else None
+    events, truncated = store.events_matching(expansion.ids, from_ns=lo, to_ns=hi, limit=limit)
+    seen = {e.hash for e in events}
+    for parent in expansion.parents:
+        extra, more = store.parent_events(
+            parent.key,
+            parent.value,
+            child_key=parent.child_key,
+            child_values=parent.child_values,
+            from_ns=max(window_from, lo) if lo is not None else window_from,
+            to_ns=min(window_to, hi) if hi is not None else window_to,
+            limit=limit,
+        )
+        truncated = truncated or more
+        events.extend(e for e in extra if e.hash not in seen)
+        seen.update(e.hash for e in extra)
+    if len(events) > limit:
+        events.sort(key=lambda e: e.ts_ns)
+        events, truncated = events[:limit], True
+    built = timeline.build(events, truncated=truncated)
+    decided = verdict.decide(built.events)
+    corrected = dict(zip((e.hash for e in built.events), built.corrected_ns, strict=True))
+    ids = {k: sorted(v) for k, v in expansion.ids.items()}
+    for parent in expansion.parents:
+        ids.setdefault(parent.key, [])
+        if parent.value not in ids[parent.key]:
+            ids[parent.key].append(parent.value)
+    for event in built.events:  # node instances seen on the included evidence
+        if event.node_instance_id:
+            ids.setdefault("node_instance_id", [])
+            if event.node_instance_id not in ids["node_instance_id"]:
+                ids["node_instance_id"].append(event.node_instance_id)
+    failure_hashes = {e.hash for e in decided.explains}
+    first = decided.first_failure.hash if decided.first_failure else None
+    rendered = []
+    for event, when in zip(built.events, built.corrected_ns, strict=True):
+        shown = event_json(event, when)
+        if event.hash == first:
+            shown["first_failure"] = True
+        elif event.hash in failure_hashes:
+            shown["symptom"] = True
+        rendered.append(shown)
+    return {
+        "seed": {key: value},
+        "ids": ids,
+        "verdict": decided.as_dict(lambda e: event_json(e, corrected.get(e.hash))),
+        "events": rendered,
+        "truncated": built.truncated or expansion.truncated,
+        "clock_offsets": {k: v.as_dict() for k, v in built.offsets.items()},
+        "gaps": built.gaps,
+        "reimages": built.reimages,
+        "graph": {
+            "followed": [link.as_dict() for link in expansion.links if link.followed],
+            "refused": [link.as_dict() for link in expansion.links if not link.followed],
+        },
+        "generated_at": rfc3339_ns(time.time_ns()),
+    }

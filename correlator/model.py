@@ -1,0 +1,142 @@
+"""The correlator's vocabulary: the normalised event every source adapter yields, and the
+reject that stands for a line an adapter could not read.
+
+One ``events`` table holds evidence from every layer. Columns that a source does not know stay
+None. ``hash`` is the content hash that makes re-ingesting the same input add nothing: it is
+computed from the source kind and the raw evidence (the line, or the canonical JSON of a
+document entry), never from anything the correlator derived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "ENTITY_FIELDS",
+    "EVENT_COLUMNS",
+    "IDENTIFIER_KEYS",
+    "LAYERS",
+    "LEVELS",
+    "MAX_LINE_BYTES",
+    "OWNER_LAYERS",
+    "SOURCE_KINDS",
+    "Event",
+    "Reject",
+    "content_hash",
+]
+
+IDENTIFIER_KEYS: Final = (
+    "node_id",
+    "node_instance_id",
+    "correlation_id",
+    "allocation_id",
+    "workflow_id",
+)
+
+#: Evidence layers: the five of DESIGN §1 plus the provider job itself (AAP/EDA) and
+#: projections of it (a Kubernetes custom resource's status).
+LAYERS: Final = ("node", "ingress", "api", "workflow", "db", "provider", "projection")
+
+OWNER_LAYERS: Final = (
+    "deploy",
+    "cert",
+    "ingress",
+    "api_auth",
+    "api",
+    "workflow_state",
+    "db",
+    "node",
+    "provider",
+    "unknown",
+)
+
+LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+
+SOURCE_KINDS: Final = ("ndjson", "agent", "nginx", "postgres", "workflow", "k8s", "aap", "loki")
+
+#: Lines longer than this are rejected as oversized (Loki's own line limit is 256 KB).
+MAX_LINE_BYTES: Final = 1024 * 1024
+
+#: Lifecycle fields: a state transition of an entity (allocation, job, outbox row, CR).
+ENTITY_FIELDS: Final = ("entity_kind", "entity_id", "state_from", "state_to")
+
+
+@dataclass(slots=True)
+class Event:
+    """One normalised piece of evidence.
+
+    Attributes:
+        ts_ns: when it happened, nanoseconds since the UNIX epoch, UTC, as the source said.
+        layer: one of :data:`LAYERS`.
+        source: the adapter kind that read it (one of :data:`SOURCE_KINDS`).
+        origin: where it came from: a file path, a Loki query, ``http``.
+        service: the emitting service, when known.
+        level: one of :data:`LEVELS`.
+        message: a one-line human summary.
+        owner_hint: the owner layer the evidence itself names (``error.owner_layer`` of a
+            record, or what the adapter infers, e.g. ``cert`` for an SSL handshake error).
+        error_type: the failure's type (exception type, SQLSTATE, HTTP status class).
+        attrs: everything else worth keeping (JSON-serialisable).
+        raw: the evidence as read (the line, or the document entry's JSON).
+        hash: content hash of (source, raw): re-ingest adds nothing.
+    """
+
+    ts_ns: int
+    layer: str
+    source: str
+    origin: str
+    message: str
+    raw: str
+    hash: int
+    service: str | None = None
+    level: str = "info"
+    node_id: str | None = None
+    node_instance_id: str | None = None
+    correlation_id: str | None = None
+    allocation_id: str | None = None
+    workflow_id: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    http_method: str | None = None
+    http_path: str | None = None
+    http_status: int | None = None
+    duration_s: float | None = None
+    owner_hint: str | None = None
+    error_type: str | None = None
+    entity_kind: str | None = None
+    entity_id: str | None = None
+    state_from: str | None = None
+    state_to: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+#: Column order of the ``events`` table (and of rows handed to the store).
+EVENT_COLUMNS: Final = tuple(Event.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A line or document entry an adapter could not read.
+
+    Attributes:
+        source: the adapter kind.
+        origin: file path or query.
+        line_no: 1-based line number (0 for a whole document).
+        reason: what is wrong, in words (names the field when one is at fault).
+        excerpt: the first 200 characters of the input, decoded leniently.
+    """
+
+    source: str
+    origin: str
+    line_no: int
+    reason: str
+    excerpt: str
+
+
+def content_hash(source: str, raw: bytes | str) -> int:
+    """A signed 64-bit content hash of (source kind, raw evidence), for DuckDB's BIGINT."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    digest = hashlib.blake2b(data, digest_size=8, person=source.encode()[:16]).digest()
+    return int.from_bytes(digest, "big", signed=True)

@@ -1,0 +1,175 @@
+"""Showing answers to people: rich tables in a terminal, a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["html_page", "print_findings", "print_latency", "print_timeline"]
+
+_LEVEL_STYLE: Final = {"error": "bold red", "critical": "bold white on red", "warning": "yellow"}
+_IDS: Final = ("node_id", "node_instance_id", "correlation_id", "allocation_id", "workflow_id")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def print_timeline(data: dict[str, Any]) -> None:
+    """The timeline as a table, verdict first, with gaps and reimages marked."""
+    from rich.table import Table
+
+    console = _console()
+    verdict = data["verdict"]
+    console.print(
+        f"[bold]verdict:[/bold] owner layer [bold magenta]{verdict['owner_layer']}[/] "
+        f"(confidence {verdict['confidence']}) — {verdict.get('reason', '')}"
+    )
+    console.print("identifiers: " + ", ".join(f"{k}={','.join(v)}" for k, v in data["ids"].items()))
+    if data["clock_offsets"]:
+        offsets = ", ".join(
+            f"{k} {v['offset_s']:+.3f}s ({v['pairs']} pairs)"
+            for k, v in data["clock_offsets"].items()
+        )
+        console.print(f"clock offsets vs ingress: {offsets}")
+    table = Table(show_lines=False, expand=True)
+    for column in ("time (UTC)", "layer", "service", "level", "message", "ids"):
+        table.add_column(column, overflow="fold")
+    reimages = {r["first_seen_new_ns"]: r for r in data.get("reimages", [])}
+    gaps = {g["to_ns"]: g for g in data.get("gaps", [])}
+    for event in data["events"]:
+        when = event.get("corrected_ts_ns", event["ts_ns"])
+        if when in gaps:
+            table.add_row("", "", "", "", f"[dim]… gap of {gaps[when]['seconds']} s …[/dim]", "")
+        if when in reimages:
+            r = reimages[when]
+            table.add_row(
+                "",
+                "node",
+                "",
+                "",
+                f"[bold cyan]reimage: {r['node_id']} {r['from_instance']} → {r['to_instance']}[/]",
+                "",
+            )
+        marker = (
+            "⟶ FIRST FAILURE "
+            if event.get("first_failure")
+            else ("symptom: " if event.get("symptom") else "")
+        )
+        ids = " ".join(f"{k.split('_')[0]}={event[k]}" for k in _IDS if k in event)
+        style = (
+            "reverse bold red"
+            if event.get("first_failure")
+            else _LEVEL_STYLE.get(event.get("level", ""), "")
+        )
+        table.add_row(
+            event["ts"][11:],
+            event["layer"],
+            event.get("service", ""),
+            event.get("level", ""),
+            marker + event.get("message", ""),
+            ids,
+            style=style,
+        )
+    console.print(table)
+    if data.get("truncated"):
+        console.print(
+            "[yellow]truncated: more evidence matched than shown (raise --limit or narrow --from/--to)[/]"
+        )
+
+
+def print_findings(findings: Sequence[dict[str, Any]]) -> None:
+    """Findings, most severe first."""
+    console = _console()
+    if not findings:
+        console.print("no findings: no stuck lifecycle, drift or orphan")
+        return
+    from rich.table import Table
+
+    table = Table(expand=True)
+    for column in ("severity", "rule", "entity", "age", "summary"):
+        table.add_column(column, overflow="fold")
+    for f in findings:
+        style = "bold red" if f.get("severity") == "critical" else "yellow"
+        table.add_row(
+            f.get("severity", ""),
+            f.get("rule", ""),
+            f"{f.get('entity_kind')} {f.get('entity_id')}",
+            f"{f.get('age_s', 0) / 60:.0f} min",
+            f.get("summary", ""),
+            style=style,
+        )
+    console.print(table)
+
+
+def print_latency(phases: Sequence[dict[str, Any]]) -> None:
+    """Per-phase durations by provider, side by side."""
+    from rich.table import Table
+
+    table = Table()
+    for column in ("phase", "provider", "count", "incomplete", "p50 s", "p95 s", "max s"):
+        table.add_column(column, justify="right" if column not in ("phase", "provider") else "left")
+
+    def fmt(value: Any) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    for p in phases:
+        table.add_row(
+            p["phase"],
+            p["provider"],
+            str(p["count"]),
+            str(p.get("incomplete", 0)),
+            fmt(p.get("p50_s")),
+            fmt(p.get("p95_s")),
+            fmt(p.get("max_s")),
+        )
+    _console().print(table)
+
+
+def html_page(data: dict[str, Any]) -> str:
+    """A self-contained page (no external assets) showing one timeline."""
+    verdict = data["verdict"]
+    rows = []
+    for event in data["events"]:
+        classes = [f"level-{event.get('level', 'info')}"]
+        if event.get("first_failure"):
+            classes.append("first-failure")
+        elif event.get("symptom"):
+            classes.append("symptom")
+        ids = " ".join(f"{k}={html.escape(str(event[k]))}" for k in _IDS if k in event)
+        rows.append(
+            f"<tr class='{' '.join(classes)}'><td>{html.escape(event['ts'])}</td>"
+            f"<td>{html.escape(event['layer'])}</td><td>{html.escape(event.get('service', ''))}</td>"
+            f"<td>{html.escape(event.get('level', ''))}</td><td>{html.escape(event.get('message', ''))}</td>"
+            f"<td><code>{ids}</code></td></tr>"
+        )
+    payload = html.escape(orjson.dumps(data, default=str).decode())
+    seed = ", ".join(f"{k}={v}" for k, v in data["seed"].items())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>timeline {html.escape(seed)}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }}
+.verdict {{ padding: .8rem 1rem; border-radius: 6px; background: #fde8e8; border: 1px solid #e0a0a0; }}
+.verdict.none {{ background: #e8f7ea; border-color: #9fd3a8; }}
+table {{ border-collapse: collapse; width: 100%; margin-top: 1rem; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }}
+tr.level-error td, tr.level-critical td {{ color: #a40000; }}
+tr.level-warning td {{ color: #8a5a00; }}
+tr.first-failure td {{ background: #ffd7d7; font-weight: bold; }}
+tr.symptom td {{ background: #fff3f3; }}
+code {{ font-size: 12px; }}
+</style></head><body>
+<h1>Timeline for {html.escape(seed)}</h1>
+<div class="verdict {"none" if verdict["owner_layer"] == "none" else ""}">
+<strong>Owner layer: {html.escape(verdict["owner_layer"])}</strong> (confidence {verdict["confidence"]})<br>
+{html.escape(verdict.get("reason", ""))}</div>
+<table><thead><tr><th>time (UTC)</th><th>layer</th><th>service</th><th>level</th><th>message</th><th>identifiers</th></tr></thead>
+<tbody>{"".join(rows)}</tbody></table>
+<script type="application/json" id="timeline-data">{payload}</script>
+</body></html>
+"""

@@ -1,0 +1,583 @@
+"""The ``ndjson`` and ``agent`` adapters: JSON lines in the record schema of DESIGN §4.
+
+One JSON object per line, as ``agent_logging`` writes them::
+
+    {"ts": "2024-05-01T12:00:00.123456789Z", "level": "error", "event": "provisioning failed",
+     "service": "api", "layer": "api", "env": "prod", "allocation_id": "a-9",
+     "correlation_id": "c-1", "trace_id": "4bf9...", "span_id": "00f0...",
+     "error": {"type": "ProvisionError", "message": "...", "owner_layer": "cert",
+               "chain": [{"type": "SSLError", "message": "..."}], "stack": "..."}}
+
+Mapping: ``ts`` (RFC 3339) to ``ts_ns``; ``layer``, ``service``, ``level`` (normalised to
+:data:`~correlator.model.LEVELS`; an unknown one is kept in ``attrs["level"]``), ``event`` to
+``message`` (``msg``/``message`` when ``event`` is absent); the five identifiers and
+``trace_id``/``span_id``, validated as ``agent_logging`` validates them (a value that fails is
+dropped and its problem noted in ``attrs["rejected_ids"]``, so hostile text never reaches an
+identifier column); ``error.owner_layer`` to ``owner_hint``, ``error.type`` to ``error_type``
+(the rest of ``error`` but its ``stack`` stays in ``attrs["error"]``); the access-record fields
+``method``, ``path``, ``status``, ``duration_s`` to the ``http_*``/``duration_s`` columns;
+``entity_kind``, ``entity_id``, ``state_from``/``from_state`` and ``state_to``/``to_state`` to
+the lifecycle columns. Every other field goes to ``attrs``, except the bulky ones of
+:data:`BULKY_KEYS` (tracebacks), which stay in ``raw`` only.
+
+A line without ``ts``, with an unreadable one, or without ``layer`` (unless a default layer is
+given) is a :class:`~correlator.model.Reject` naming the field. A trailing ``\\r`` is dropped
+before anything else, so CRLF files hash like LF files.
+
+Two entry points share one mapping: :func:`parse` yields :class:`~correlator.model.Event`
+objects; :func:`parse_columns` fills one list per column of the ``events`` table (the store's
+bulk path) without building them, which is what keeps NDJSON ingest above 200,000 events/s.
+The line framing (:func:`iter_lines`), identifier checks (:func:`take_id`) and level
+normalisation (:func:`normalise_level`) are shared with the other JSON adapters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+import orjson
+
+from agent_logging._ids import MAX_ID_LENGTH, problem
+from correlator.model import (
+    EVENT_COLUMNS,
+    IDENTIFIER_KEYS,
+    LAYERS,
+    MAX_LINE_BYTES,
+    OWNER_LAYERS,
+    Event,
+    Reject,
+)
+from correlator.sources._time import parse_rfc3339_ns
+
+__all__ = [
+    "BULKY_KEYS",
+    "excerpt",
+    "hasher",
+    "iter_lines",
+    "normalise_level",
+    "parse",
+    "parse_agent",
+    "parse_columns",
+    "record_row",
+    "take_id",
+]
+
+#: Top-level keys (beside ``error.stack``) left out of ``attrs``: tracebacks are long, and the
+#: raw line keeps them.
+BULKY_KEYS: Final = ("exception", "stack", "exc_info", "stack_info")
+
+# agent_logging._ids' rule for the five identifiers, as one regex so that the common case is a
+# single C call; tests/correlator/sources/test_ndjson.py proves it agrees with problem().
+_SAFE_ID: Final = re.compile(rf"[A-Za-z0-9._:/@+~-]{{1,{MAX_ID_LENGTH}}}")
+_HEX32: Final = re.compile(r"[0-9a-f]{32}")
+_HEX16: Final = re.compile(r"[0-9a-f]{16}")
+_ZERO_TRACE: Final = "0" * 32
+_ZERO_SPAN: Final = "0" * 16
+
+_LAYER_SET: Final = frozenset(LAYERS)
+_OWNER_SET: Final = frozenset(OWNER_LAYERS)
+_LAYER_LIST: Final = ", ".join(LAYERS)
+
+# Severity words seen in the wild (structlog, stdlib logging, syslog, Go's slog/zap, Java) to
+# the five levels of the model.
+_LEVELS: Final = {
+    "trace": "debug",
+    "debug": "debug",
+    "info": "info",
+    "information": "info",
+    "informational": "info",
+    "notice": "info",
+    "log": "info",
+    "warn": "warning",
+    "warning": "warning",
+    "err": "error",
+    "error": "error",
+    "exception": "error",
+    "crit": "critical",
+    "critical": "critical",
+    "fatal": "critical",
+    "panic": "critical",
+    "dpanic": "critical",
+    "alert": "critical",
+    "emerg": "critical",
+    "emergency": "critical",
+}
+
+# Keys of ``error`` that have columns of their own, or are too long for attrs.
+_ERROR_TAKEN: Final = frozenset({"type", "owner_layer", "stack"})
+
+_EXCERPT_CHARS: Final = 200
+
+Row = tuple[Any, ...]
+
+
+def excerpt(data: bytes) -> str:
+    """The first 200 characters of a line, decoded leniently, for a reject."""
+    return data[: _EXCERPT_CHARS * 4].decode("utf-8", "replace")[:_EXCERPT_CHARS]
+
+
+def hasher(source: str) -> Any:
+    """A blake2b state equal to the one :func:`~correlator.model.content_hash` starts from.
+
+    ``hasher(kind).copy()`` + ``update(raw)`` gives the same digest as ``content_hash(kind,
+    raw)`` at a third of the cost of building the state with its person string every time.
+
+    Args:
+        source: the source kind.
+
+    Returns:
+        A ``hashlib.blake2b`` object to copy, never to update directly.
+    """
+    return hashlib.blake2b(digest_size=8, person=source.encode()[:16])
+
+
+def iter_lines(
+    lines: Iterable[bytes], source: str, origin: str
+) -> Iterator[tuple[int, bytes, str] | Reject]:
+    """Number lines from 1 and screen them: oversized and non-UTF-8 lines become rejects.
+
+    Args:
+        lines: raw lines without their ``\\n``.
+        source: the adapter kind, for the rejects.
+        origin: file path or query, for the rejects.
+
+    Yields:
+        ``(line_no, data, text)`` for each non-blank line (a trailing ``\\r`` removed), or a
+        :class:`Reject`.
+    """
+    for line_no, line in enumerate(lines, 1):
+        data = bytes(line)
+        if data[-1:] == b"\r":
+            data = data[:-1]
+        reason = _screen(data, line_no)
+        if reason is not None:
+            yield Reject(source, origin, line_no, reason, excerpt(data))
+            continue
+        text = data.decode()
+        if text and not text.isspace():
+            yield line_no, data, text
+
+
+def _screen(data: bytes, line_no: int) -> str | None:
+    """Why a line cannot be read at all (too long, not UTF-8), or None."""
+    if len(data) > MAX_LINE_BYTES:
+        return f"line {line_no} is {len(data):,} bytes; the limit is {MAX_LINE_BYTES:,}"
+    try:
+        data.decode()
+    except UnicodeDecodeError as exc:
+        return (
+            f"line {line_no} is not valid UTF-8 "
+            f"(byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        )
+    return None
+
+
+def normalise_level(value: object) -> str | None:
+    """Map a severity word (any case) to one of the model's levels.
+
+    Args:
+        value: e.g. ``WARN``, ``err``, ``fatal``.
+
+    Returns:
+        ``debug``, ``info``, ``warning``, ``error`` or ``critical``; None when unknown.
+    """
+    if type(value) is not str:
+        return None
+    return _LEVELS.get(value) or _LEVELS.get(value.strip().lower())
+
+
+def take_id(key: str, value: object, rejected: dict[str, str]) -> str | None:
+    """Validate one identifier (or ``trace_id``/``span_id``) value.
+
+    Integers are accepted for the five identifiers (inventories number their nodes).
+
+    Args:
+        key: the identifier key.
+        value: the candidate; None means absent.
+        rejected: where a refused value's problem is noted, by key.
+
+    Returns:
+        The value as text, or None when absent or refused.
+    """
+    if value is None:
+        return None
+    if type(value) is str:
+        if key in IDENTIFIER_KEYS:
+            if _SAFE_ID.fullmatch(value):
+                return value
+        elif key == "trace_id":
+            if _HEX32.fullmatch(value) and value != _ZERO_TRACE:
+                return value
+        elif key == "span_id" and _HEX16.fullmatch(value) and value != _ZERO_SPAN:
+            return value
+    elif type(value) is int and key in IDENTIFIER_KEYS:
+        return take_id(key, str(value), rejected)
+    rejected[key] = problem(key, value) or "is not acceptable"
+    return None
+
+
+def _clip(value: object) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return repr(text if len(text) <= 64 else text[:64] + "...")
+
+
+def record_row(
+    record: dict[str, Any],
+    raw: str,
+    digest: int,
+    *,
+    source: str,
+    origin: str,
+    line_no: int,
+    default_layer: str | None = None,
+    default_service: str | None = None,
+    default_ts_ns: int | None = None,
+) -> Row | str:
+    """Map one record to a row of :data:`~correlator.model.EVENT_COLUMNS`, or say why not.
+
+    ``record`` is consumed: what is left of it becomes the row's ``attrs``.
+
+    Args:
+        record: the parsed JSON object.
+        raw: the line as read.
+        digest: its content hash.
+        source: the adapter kind.
+        origin: file path or query.
+        line_no: for the reason.
+        default_layer: the layer of a record that names none.
+        default_service: the service of a record that names none.
+        default_ts_ns: the time of a record whose ``ts`` is missing or unreadable (a Loki
+            entry's own timestamp); without it such a record is refused.
+
+    Returns:
+        The row (``attrs`` last, as a dict), or the reason the record is refused.
+    """
+    pop = record.pop
+    ts = pop("ts", None)
+    ts_ns = None
+    if type(ts) is str:
+        try:
+            ts_ns = parse_rfc3339_ns(ts)
+        except ValueError as exc:
+            ts_problem = (
+                f"line {line_no} has a field 'ts' that is not an RFC 3339 timestamp: "
+                f"{_clip(ts)} ({exc})"
+            )
+    elif ts is None:
+        ts_problem = f"line {line_no} lacks field 'ts'"
+    else:
+        ts_problem = (
+            f"line {line_no} has a field 'ts' that is not an RFC 3339 timestamp: "
+            f"{_clip(ts)} (a {type(ts).__name__}, not a string)"
+        )
+    if ts_ns is None:
+        if default_ts_ns is None:
+            return ts_problem
+        if ts is not None:
+            record["ts"] = ts
+        ts_ns = default_ts_ns
+
+    layer = pop("layer", None)
+    if layer is None:
+        layer = default_layer
+        if layer is None:
+            return f"line {line_no} lacks field 'layer' and no default layer was given"
+    elif type(layer) is not str or layer not in _LAYER_SET:
+        return (
+            f"line {line_no} has a field 'layer' outside the known layers: {_clip(layer)} "
+            f"(expected one of {_LAYER_LIST})"
+        )
+
+    service = pop("service", None)
+    if service is None:
+        service = default_service
+    elif type(service) is not str or not service:
+        record["service"] = service
+        service = default_service
+
+    level = pop("level", None)
+    level_name: str | None = "info"
+    if level is not None:
+        level_name = _LEVELS.get(level) if type(level) is str else None
+        if level_name is None:
+            level_name = normalise_level(level)
+            if level_name is None:
+                record["level"] = level
+                level_name = "info"
+
+    message = pop("event", None)
+    if type(message) is not str:
+        if message is None:
+            message = pop("msg", None) or pop("message", None) or ""
+        if type(message) is not str:
+            message = orjson.dumps(message).decode()
+
+    rejected: dict[str, str] = {}
+    ok = _SAFE_ID.fullmatch
+    node_id = pop("node_id", None)
+    if node_id is not None and (type(node_id) is not str or not ok(node_id)):
+        node_id = take_id("node_id", node_id, rejected)
+    node_instance_id = pop("node_instance_id", None)
+    if node_instance_id is not None and (
+        type(node_instance_id) is not str or not ok(node_instance_id)
+    ):
+        node_instance_id = take_id("node_instance_id", node_instance_id, rejected)
+    correlation_id = pop("correlation_id", None)
+    if correlation_id is not None and (type(correlation_id) is not str or not ok(correlation_id)):
+        correlation_id = take_id("correlation_id", correlation_id, rejected)
+    allocation_id = pop("allocation_id", None)
+    if allocation_id is not None and (type(allocation_id) is not str or not ok(allocation_id)):
+        allocation_id = take_id("allocation_id", allocation_id, rejected)
+    workflow_id = pop("workflow_id", None)
+    if workflow_id is not None and (type(workflow_id) is not str or not ok(workflow_id)):
+        workflow_id = take_id("workflow_id", workflow_id, rejected)
+    trace_id = pop("trace_id", None)
+    if trace_id is not None:
+        trace_id = take_id("trace_id", trace_id, rejected)
+    span_id = pop("span_id", None)
+    if span_id is not None:
+        span_id = take_id("span_id", span_id, rejected)
+
+    owner_hint = error_type = None
+    error = pop("error", None)
+    if error is not None:
+        if type(error) is dict:
+            owner_hint = error.get("owner_layer")
+            if type(owner_hint) is not str or owner_hint not in _OWNER_SET:
+                owner_hint = None
+            error_type = error.get("type")
+            if type(error_type) is not str:
+                error_type = None
+            kept = {k: v for k, v in error.items() if k not in _ERROR_TAKEN}
+            if owner_hint is None and error.get("owner_layer") is not None:
+                kept["owner_layer"] = error["owner_layer"]
+            if error_type is None and error.get("type") is not None:
+                kept["type"] = error["type"]
+            if kept:
+                record["error"] = kept
+        else:
+            record["error"] = error
+
+    # The access-record fields and lifecycle keys are rare outside their own records, so a
+    # single set intersection skips all nine lookups for the common line.
+    http_method = http_path = http_status = duration_s = None
+    entity_kind = entity_id = state_from = state_to = None
+    if not record.keys().isdisjoint(_OPTIONAL_KEYS):
+        http_method = _text(record, "method")
+        http_path = _text(record, "path")
+        status = pop("status", None)
+        if type(status) is int and 100 <= status <= 599:
+            http_status = status
+        elif status is not None:
+            record["status"] = status
+        duration = pop("duration_s", None)
+        if type(duration) is float or type(duration) is int:
+            duration_s = float(duration)
+        elif duration is not None:
+            record["duration_s"] = duration
+        entity_kind = _text(record, "entity_kind")
+        entity_id = _text(record, "entity_id", numbers=True)
+        state_from = _text(record, "state_from") or _text(record, "from_state")
+        state_to = _text(record, "state_to") or _text(record, "to_state")
+
+    for key in BULKY_KEYS:
+        record.pop(key, None)
+    if rejected:
+        record["rejected_ids"] = rejected
+
+    return (
+        ts_ns,
+        layer,
+        source,
+        origin,
+        message,
+        raw,
+        digest,
+        service,
+        level_name,
+        node_id,
+        node_instance_id,
+        correlation_id,
+        allocation_id,
+        workflow_id,
+        trace_id,
+        span_id,
+        http_method,
+        http_path,
+        http_status,
+        duration_s,
+        owner_hint,
+        error_type,
+        entity_kind,
+        entity_id,
+        state_from,
+        state_to,
+        record,
+    )
+
+
+_OPTIONAL_KEYS: Final = frozenset(
+    {
+        "method",
+        "path",
+        "status",
+        "duration_s",
+        "entity_kind",
+        "entity_id",
+        "state_from",
+        "from_state",
+        "state_to",
+        "to_state",
+    }
+)
+
+
+def _text(record: dict[str, Any], key: str, *, numbers: bool = False) -> str | None:
+    """Pop ``key`` if it holds text (or, with ``numbers``, an integer); otherwise leave it."""
+    value = record.get(key)
+    if type(value) is str and value:
+        del record[key]
+        return value
+    if numbers and type(value) is int:
+        del record[key]
+        return str(value)
+    return None
+
+
+def _rows(
+    lines: Iterable[bytes], origin: str, default_layer: str | None, source: str, start_line: int
+) -> Iterator[Row | Reject]:
+    """The shared loop of :func:`parse` and :func:`parse_columns`: rows or rejects."""
+    base = hasher(source)
+    loads = orjson.loads
+    from_bytes = int.from_bytes
+    for line_no, line in enumerate(lines, start_line):
+        if line[-1:] == b"\r":
+            line = line[:-1]
+        if len(line) > MAX_LINE_BYTES:
+            yield Reject(source, origin, line_no, _screen(line, line_no) or "", excerpt(line))
+            continue
+        try:
+            record = loads(line)
+        except orjson.JSONDecodeError as exc:
+            if line.isspace() or not line:
+                continue
+            reason = _screen(line, line_no) or f"line {line_no} is not valid JSON: {exc}"
+            yield Reject(source, origin, line_no, reason, excerpt(line))
+            continue
+        if type(record) is not dict:
+            yield Reject(
+                source,
+                origin,
+                line_no,
+                f"line {line_no} is a JSON {type(record).__name__}, not an object",
+                excerpt(line),
+            )
+            continue
+        state = base.copy()
+        state.update(line)
+        row = record_row(
+            record,
+            line.decode(),  # orjson accepted it, so it is valid UTF-8
+            from_bytes(state.digest(), "big", signed=True),
+            source=source,
+            origin=origin,
+            line_no=line_no,
+            default_layer=default_layer,
+        )
+        if isinstance(row, str):
+            yield Reject(source, origin, line_no, row, excerpt(line))
+        else:
+            yield row
+
+
+def parse(
+    lines: Iterable[bytes],
+    origin: str,
+    *,
+    default_layer: str | None = None,
+    source: str = "ndjson",
+    start_line: int = 1,
+) -> Iterator[Event | Reject]:
+    """Read record-schema JSON lines into events.
+
+    Args:
+        lines: raw lines without their ``\\n``.
+        origin: the file path (or ``http``) they come from.
+        default_layer: the layer of records that name none (otherwise they are rejected).
+        source: the source kind to stamp: ``ndjson`` or ``agent``.
+        start_line: the number of the first line (a batch of a longer file starts later).
+
+    Yields:
+        An :class:`Event` per record, a :class:`Reject` per unreadable line; blank lines are
+        skipped.
+    """
+    for item in _rows(lines, origin, default_layer, source, start_line):
+        if type(item) is tuple:
+            yield Event(*item)
+        else:
+            yield item  # type: ignore[misc]  # a Reject
+
+
+def parse_agent(
+    lines: Iterable[bytes],
+    origin: str,
+    *,
+    default_layer: str | None = None,
+    start_line: int = 1,
+) -> Iterator[Event | Reject]:
+    """:func:`parse` for the ``agent`` source kind (agent_logging's own JSON-lines files).
+
+    Args:
+        lines: raw lines without their ``\\n``.
+        origin: the file path.
+        default_layer: the layer of records that name none.
+        start_line: the number of the first line.
+
+    Yields:
+        Events and rejects, as :func:`parse`.
+    """
+    return parse(lines, origin, default_layer=default_layer, source="agent", start_line=start_line)
+
+
+def parse_columns(
+    lines: Iterable[bytes],
+    origin: str,
+    *,
+    default_layer: str | None = None,
+    source: str = "ndjson",
+    start_line: int = 1,
+) -> tuple[dict[str, list[Any]], list[Reject]]:
+    """Read record-schema JSON lines straight into columns, for the store's bulk insert.
+
+    The same mapping as :func:`parse`, without building an :class:`Event` per line. ``attrs``
+    is rendered as JSON text (None when empty), as the ``events`` table stores it. Everything
+    is held in memory: call it per batch of lines.
+
+    Args:
+        lines: raw lines without their ``\\n``.
+        origin: the file path (or ``http``).
+        default_layer: the layer of records that name none.
+        source: ``ndjson`` or ``agent``.
+        start_line: the number of the first line (a batch of a longer file starts later).
+
+    Returns:
+        One list per name of :data:`~correlator.model.EVENT_COLUMNS`, and the rejects.
+    """
+    rows: list[Row] = []
+    rejects: list[Reject] = []
+    add_row, add_reject = rows.append, rejects.append
+    for item in _rows(lines, origin, default_layer, source, start_line):
+        if type(item) is tuple:
+            add_row(item)
+        else:
+            add_reject(item)  # type: ignore[arg-type]  # a Reject
+    if not rows:
+        return {name: [] for name in EVENT_COLUMNS}, rejects
+    columns = dict(zip(EVENT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+    dumps = orjson.dumps
+    columns["attrs"] = [dumps(attrs).decode() if attrs else None for attrs in columns["attrs"]]
+    return columns, rejects

@@ -1,0 +1,401 @@
+"""The DuckDB store: one ``events`` table, one ``rejects`` table, one writer.
+
+Ingest is columnar: adapters' events become one Arrow table per batch, which DuckDB inserts in
+bulk with an anti-join on the content hash, so re-ingesting the same input adds nothing and
+costs one hash join, not a per-row lookup. Readers get their own cursor (DuckDB cursors are
+independent connections to the same database); the writer is serialised by a lock.
+
+The store keeps nothing that cannot be rebuilt from its sources: deleting the file and
+re-ingesting gives the same answers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from correlator.errors import QueryError, SourceError
+from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event, Reject
+
+__all__ = ["IngestResult", "Store"]
+
+_TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
+    "ts_ns": ("BIGINT NOT NULL", pa.int64()),
+    "layer": ("VARCHAR NOT NULL", pa.string()),
+    "source": ("VARCHAR NOT NULL", pa.string()),
+    "origin": ("VARCHAR", pa.string()),
+    "message": ("VARCHAR", pa.string()),
+    "raw": ("VARCHAR", pa.string()),
+    "hash": ("BIGINT NOT NULL", pa.int64()),
+    "service": ("VARCHAR", pa.string()),
+    "level": ("VARCHAR", pa.string()),
+    **{key: ("VARCHAR", pa.string()) for key in (*IDENTIFIER_KEYS, "trace_id", "span_id")},
+    "http_method": ("VARCHAR", pa.string()),
+    "http_path": ("VARCHAR", pa.string()),
+    "http_status": ("INTEGER", pa.int32()),
+    "duration_s": ("DOUBLE", pa.float64()),
+    "owner_hint": ("VARCHAR", pa.string()),
+    "error_type": ("VARCHAR", pa.string()),
+    "entity_kind": ("VARCHAR", pa.string()),
+    "entity_id": ("VARCHAR", pa.string()),
+    "state_from": ("VARCHAR", pa.string()),
+    "state_to": ("VARCHAR", pa.string()),
+    "attrs": ("VARCHAR", pa.string()),  # JSON text; DuckDB's json functions read it
+}
+_SCHEMA: Final = pa.schema([(name, _TYPES[name][1]) for name in EVENT_COLUMNS])
+_COLUMN_LIST: Final = ", ".join(EVENT_COLUMNS)
+
+_DDL: Final = f"""
+CREATE TABLE IF NOT EXISTS events ({", ".join(f"{n} {_TYPES[n][0]}" for n in EVENT_COLUMNS)});
+CREATE TABLE IF NOT EXISTS rejects (
+    source VARCHAR, origin VARCHAR, line_no BIGINT, reason VARCHAR, excerpt VARCHAR,
+    ingested_at TIMESTAMPTZ DEFAULT now()
+);
+"""
+
+#: Identifier columns, the only names ever formatted into SQL (from this fixed tuple).
+_ID_COLUMNS: Final = (*IDENTIFIER_KEYS, "trace_id")
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did: accepted (new), duplicate (already stored), rejected by reason."""
+
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: IngestResult) -> None:
+        self.accepted += other.accepted
+        self.duplicate += other.duplicate
+        self.rejected.update(other.rejected)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "duplicate": self.duplicate,
+            "rejected": sum(self.rejected.values()),
+            "rejected_by_reason": dict(self.rejected.most_common()),
+        }
+
+
+def _reason_kind(reason: str) -> str:
+    """Group reject reasons for the summary: the text before any line-specific detail."""
+    text = reason.split(":", 1)[0]
+    return " ".join(word for word in text.split() if not word.isdigit())[:80]
+
+
+def columns_from_events(events: Sequence[Event]) -> dict[str, list[Any]]:
+    """Events as one list per column (attrs rendered as JSON text)."""
+    columns: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
+    appenders = [columns[name].append for name in EVENT_COLUMNS]
+    for event in events:
+        for name, append in zip(EVENT_COLUMNS, appenders, strict=True):
+            value = getattr(event, name)
+            if name == "attrs":
+                value = orjson.dumps(value, default=str).decode() if value else None
+            append(value)
+    return columns
+
+
+class Store:
+    """A DuckDB database file (or ``:memory:``) holding the evidence.
+
+    Args:
+        path: the database file; created with its tables when missing.
+        read_only: open without write access (several processes may read one file).
+
+    Raises:
+        SourceError: the file cannot be opened (locked by a writer, not a database).
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = str(path)
+        try:
+            self._db = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.Error as exc:
+            raise SourceError(f"cannot open the correlator database {self.path}: {exc}") from exc
+        self._write_lock = threading.Lock()
+        self._cardinality: tuple[int, dict[tuple[str, str], tuple[int, int]]] | None = None
+        if not read_only:
+            self._db.execute(_DDL)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of its own for a reader (one per request or thread)."""
+        return self._db.cursor()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def insert_columns(self, columns: Mapping[str, Sequence[Any]]) -> IngestResult:
+        """Insert one batch given as columns; duplicates (by content hash) are skipped."""
+        table = pa.Table.from_pydict({n: columns[n] for n in EVENT_COLUMNS}, schema=_SCHEMA)
+        staged = table.num_rows
+        if staged == 0:
+            return IngestResult()
+        with self._write_lock:
+            cursor = self._db.cursor()
+            try:
+                cursor.register("staged_events", table)
+                cursor.execute("BEGIN")
+                before = self._count(cursor)
+                cursor.execute(
+                    f"""
+                    INSERT INTO events ({_COLUMN_LIST})
+                    SELECT {_COLUMN_LIST} FROM (
+                        SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
+                    ) AS s
+                    WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
+                    """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
+                )
+                inserted = self._count(cursor) - before
+                cursor.execute("COMMIT")
+            except duckdb.Error:
+                cursor.execute("ROLLBACK")
+                raise
+            finally:
+                cursor.unregister("staged_events")
+                cursor.close()
+        return IngestResult(accepted=inserted, duplicate=staged - inserted)
+
+    @staticmethod
+    def _count(cursor: duckdb.DuckDBPyConnection) -> int:
+        row = cursor.execute("SELECT count(*) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+    def insert_events(self, events: Sequence[Event]) -> IngestResult:
+        """Insert events (as the adapters yield them)."""
+        return self.insert_columns(columns_from_events(events))
+
+    def insert_rejects(self, rejects: Sequence[Reject]) -> IngestResult:
+        """Keep rejected lines with file, line number and reason."""
+        if not rejects:
+            return IngestResult()
+        with self._write_lock:
+            self._db.executemany(
+                "INSERT INTO rejects (source, origin, line_no, reason, excerpt) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(r.source, r.origin, r.line_no, r.reason, r.excerpt) for r in rejects],
+            )
+        return IngestResult(rejected=Counter(_reason_kind(r.reason) for r in rejects))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def count(self) -> int:
+        cursor = self.cursor()
+        try:
+            return self._count(cursor)
+        finally:
+            cursor.close()
+
+    def rejects(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """The most recent rejects, newest first."""
+        rows = self.cursor().execute(
+            "SELECT source, origin, line_no, reason, excerpt FROM rejects "
+            "ORDER BY ingested_at DESC, origin, line_no LIMIT ?",
+            [limit],
+        )
+        names = [d[0] for d in rows.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in rows.fetchall()]
+
+    def events_matching(
+        self,
+        ids: Mapping[str, Iterable[str]],
+        *,
+        from_ns: int | None = None,
+        to_ns: int | None = None,
+        limit: int = 10_000,
+    ) -> tuple[list[Event], bool]:
+        """Events mentioning any of ``ids`` (key → values), oldest first.
+
+        Returns:
+            ``(events, truncated)``: at most ``limit`` events; truncated when more matched.
+
+        Raises:
+            QueryError: an unknown identifier key.
+        """
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, values in ids.items():
+            if key not in _ID_COLUMNS:
+                raise QueryError(f"unknown identifier key {key!r}; use one of {_ID_COLUMNS}")
+            value_list = sorted(set(values))
+            if value_list:
+                clauses.append(f"{key} IN ({', '.join('?' * len(value_list))})")
+                params.extend(value_list)
+        if not clauses:
+            return [], False
+        where = f"({' OR '.join(clauses)})"
+        if from_ns is not None:
+            where += " AND ts_ns >= ?"
+            params.append(from_ns)
+        if to_ns is not None:
+            where += " AND ts_ns < ?"
+            params.append(to_ns)
+        params.append(limit + 1)
+        sql = (
+            f"SELECT {_COLUMN_LIST} FROM events WHERE {where} "  # noqa: S608 - fixed names
+            "ORDER BY ts_ns, hash LIMIT ?"
+        )
+        rows = list(self._rows_as_events(sql, params))
+        return rows[:limit], len(rows) > limit
+
+    def parent_events(
+        self,
+        key: str,
+        value: str,
+        *,
+        child_key: str,
+        child_values: Sequence[str],
+        from_ns: int,
+        to_ns: int,
+        limit: int,
+    ) -> tuple[list[Event], bool]:
+        """A shared identifier's own events inside a window, without its other children's.
+
+        Returns events with ``key = value`` in ``[from_ns, to_ns)`` whose ``child_key`` is
+        unset or one of ``child_values``; ``truncated`` when more matched than ``limit``.
+        """
+        if key not in _ID_COLUMNS or child_key not in _ID_COLUMNS:
+            raise QueryError(f"unknown identifier key {key!r} or {child_key!r}")
+        allowed = sorted(set(child_values))
+        child = f"{child_key} IS NULL"
+        if allowed:
+            child += f" OR {child_key} IN ({', '.join('?' * len(allowed))})"
+        sql = (
+            f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
+            f"WHERE {key} = ? AND ts_ns >= ? AND ts_ns < ? AND ({child}) "
+            "ORDER BY ts_ns, hash LIMIT ?"
+        )
+        rows = list(self._rows_as_events(sql, [value, from_ns, to_ns, *allowed, limit + 1]))
+        return rows[:limit], len(rows) > limit
+
+    def bounds_for(self, key: str, value: str) -> tuple[int, int] | None:
+        """Earliest and latest evidence of one identifier, or None when there is none."""
+        if key not in _ID_COLUMNS:
+            raise QueryError(f"unknown identifier key {key!r}")
+        cursor = self.cursor()
+        try:
+            row = cursor.execute(
+                f"SELECT min(ts_ns), max(ts_ns) FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
+                [value],
+            ).fetchone()
+        finally:
+            cursor.close()
+        if row is None or row[0] is None:
+            return None
+        return int(row[0]), int(row[1])
+
+    def lifecycle_events(self, *, limit: int = 1_000_000) -> list[Event]:
+        """Every lifecycle event (entity transitions, provider jobs, projections)."""
+        sql = (
+            f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
+            "WHERE entity_kind IS NOT NULL ORDER BY ts_ns, hash LIMIT ?"
+        )
+        return list(self._rows_as_events(sql, [limit]))
+
+    def _rows_as_events(self, sql: str, params: Sequence[Any]) -> Iterator[Event]:
+        cursor = self.cursor()
+        try:
+            for row in cursor.execute(sql, params).fetchall():
+                values = dict(zip(EVENT_COLUMNS, row, strict=True))
+                attrs = values["attrs"]
+                values["attrs"] = orjson.loads(attrs) if attrs else {}
+                yield Event(**values)
+        finally:
+            cursor.close()
+
+    def link_counts(
+        self, key: str, value: str, *, from_ns: int | None = None, to_ns: int | None = None
+    ) -> dict[str, dict[str, int]]:
+        """For events with ``key = value``: the other identifiers seen with it and how often.
+
+        Returns:
+            ``{other_key: {other_value: events}}``.
+        """
+        if key not in _ID_COLUMNS:
+            raise QueryError(f"unknown identifier key {key!r}")
+        window = ""
+        params: list[Any] = [value]
+        if from_ns is not None:
+            window += " AND ts_ns >= ?"
+            params.append(from_ns)
+        if to_ns is not None:
+            window += " AND ts_ns < ?"
+            params.append(to_ns)
+        others = [k for k in IDENTIFIER_KEYS if k != key]
+        selects = " UNION ALL ".join(
+            f"SELECT '{other}' AS k, {other} AS v, count(*) AS n FROM hits "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
+            f"WHERE {other} IS NOT NULL GROUP BY {other}"
+            for other in others
+        )
+        sql = (
+            f"WITH hits AS (SELECT {', '.join(others)} FROM events WHERE {key} = ?{window}) "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
+            f"{selects}"
+        )
+        result: dict[str, dict[str, int]] = {}
+        cursor = self.cursor()
+        try:
+            for other, other_value, n in cursor.execute(sql, params).fetchall():
+                result.setdefault(other, {})[other_value] = int(n)
+        finally:
+            cursor.close()
+        return result
+
+    def cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """For each pair of identifier kinds (a, b): the most b values seen with one a value,
+        and the most a values seen with one b value, over all evidence.
+
+        Computed once per state of the store (a scan per pair), then cached until the next
+        insert: the timeline asks for it on every query.
+        """
+        count = self.count()
+        if self._cardinality is not None and self._cardinality[0] == count:
+            return self._cardinality[1]
+        result = self._compute_cardinalities()
+        self._cardinality = (count, result)
+        return result
+
+    def _compute_cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
+        parts = []
+        for i, a in enumerate(IDENTIFIER_KEYS):
+            for b in IDENTIFIER_KEYS[i + 1 :]:
+                parts.append(
+                    f"SELECT '{a}', '{b}', "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
+                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {b}) c FROM events "
+                    f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {a})), "
+                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {a}) c FROM events "
+                    f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {b}))"
+                )
+        cursor = self.cursor()
+        try:
+            rows = cursor.execute(" UNION ALL ".join(parts)).fetchall()
+        finally:
+            cursor.close()
+        result: dict[tuple[str, str], tuple[int, int]] = {}
+        for a, b, b_per_a, a_per_b in rows:
+            result[(a, b)] = (int(b_per_a), int(a_per_b))
+            result[(b, a)] = (int(a_per_b), int(b_per_a))
+        return result
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        row = self.cursor().execute("SELECT min(ts_ns), max(ts_ns) FROM events").fetchone()
+        if row is None or row[0] is None:
+            return None
+        return int(row[0]), int(row[1])

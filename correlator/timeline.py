@@ -1,0 +1,135 @@
+"""The timeline: every event of an incident, ordered by corrected time, with what is missing
+made explicit.
+
+Clock offsets. Each source's clock is checked against the ingress, which sees every request
+first and last: an API service's record of a request must fall inside the ingress request that
+carried it (same ``correlation_id``). For each matched pair the shifts that would put the API
+interval ``[end - duration, end]`` inside the ingress interval ``[end - request_time, end]``
+form a range; the offset of a source is the shift closest to zero inside the intersection of
+its ranges, or the median of the pairs' nearest shifts when they disagree. Offsets are applied
+to the source's events (``corrected_ts_ns``) and reported per source.
+
+Also made explicit: gaps (no evidence for longer than ``gap_s``), reimage boundaries (a
+node's ``node_instance_id`` changes), and truncation (more evidence matched than was read).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from correlator.model import Event
+
+__all__ = ["ClockOffset", "Timeline", "build", "estimate_offsets", "source_key"]
+
+DEFAULT_GAP_S: Final = 600.0
+_NS: Final = 1_000_000_000
+
+
+def source_key(event: Event) -> str:
+    """The clock an event was stamped by: its layer and service."""
+    return f"{event.layer}:{event.service or event.source}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClockOffset:
+    """A source's estimated offset against the ingress (add ``offset_s`` to correct it)."""
+
+    offset_s: float
+    pairs: int
+    consistent: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "offset_s": round(self.offset_s, 6),
+            "pairs": self.pairs,
+            "consistent": self.consistent,
+        }
+
+
+def estimate_offsets(events: Sequence[Event]) -> dict[str, ClockOffset]:
+    """Per-source clock offsets from ingress/API request pairs sharing a correlation id."""
+    ingress: dict[str, tuple[int, int]] = {}
+    for e in events:
+        if e.layer == "ingress" and e.correlation_id and e.http_status is not None:
+            duration_ns = int((e.duration_s or 0.0) * _NS)
+            ingress[e.correlation_id] = (e.ts_ns - duration_ns, e.ts_ns)
+    ranges: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for e in events:
+        if e.layer == "ingress" or e.http_status is None or e.correlation_id not in ingress:
+            continue
+        outer_start, outer_end = ingress[e.correlation_id]
+        inner_end = e.ts_ns
+        inner_start = inner_end - int((e.duration_s or 0.0) * _NS)
+        low = (outer_start - inner_start) / _NS  # smallest shift keeping the start inside
+        high = (outer_end - inner_end) / _NS  # largest shift keeping the end inside
+        if low > high:  # the inner request lasted longer than the outer: centre it
+            low = high = ((outer_start - inner_start) + (outer_end - inner_end)) / 2 / _NS
+        ranges[source_key(e)].append((low, high))
+    offsets: dict[str, ClockOffset] = {}
+    for key, pairs in ranges.items():
+        low, high = max(r[0] for r in pairs), min(r[1] for r in pairs)
+        if low <= high:
+            offset = min(max(0.0, low), high)
+            offsets[key] = ClockOffset(offset, len(pairs), True)
+        else:
+            nearest = [min(max(0.0, lo), hi) for lo, hi in pairs]
+            offsets[key] = ClockOffset(statistics.median(nearest), len(pairs), False)
+    return offsets
+
+
+@dataclass
+class Timeline:
+    """Events in corrected order and the markers around them."""
+
+    events: list[Event]
+    corrected_ns: list[int]
+    offsets: dict[str, ClockOffset]
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+    reimages: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+
+
+def build(
+    events: Sequence[Event], *, truncated: bool = False, gap_s: float = DEFAULT_GAP_S
+) -> Timeline:
+    """Order events by corrected time and find gaps and reimage boundaries."""
+    offsets = estimate_offsets(events)
+    corrected = [
+        (
+            e.ts_ns + int(offsets[source_key(e)].offset_s * _NS)
+            if source_key(e) in offsets
+            else e.ts_ns,
+            e,
+        )
+        for e in events
+    ]
+    corrected.sort(key=lambda pair: (pair[0], pair[1].hash))
+    ordered = [e for _, e in corrected]
+    times = [t for t, _ in corrected]
+    gaps = [
+        {"from_ns": a, "to_ns": b, "seconds": round((b - a) / _NS, 3)}
+        for a, b in zip(times, times[1:], strict=False)
+        if b - a > gap_s * _NS
+    ]
+    reimages: list[dict[str, Any]] = []
+    last_instance: dict[str, tuple[str, int]] = {}
+    for t, e in corrected:
+        if not (e.node_id and e.node_instance_id):
+            continue
+        previous = last_instance.get(e.node_id)
+        if previous is not None and previous[0] != e.node_instance_id:
+            reimages.append(
+                {
+                    "node_id": e.node_id,
+                    "from_instance": previous[0],
+                    "to_instance": e.node_instance_id,
+                    "last_seen_old_ns": previous[1],
+                    "first_seen_new_ns": t,
+                }
+            )
+        last_instance[e.node_id] = (e.node_instance_id, t)
+    return Timeline(ordered, times, offsets, gaps, reimages, truncated)

@@ -1,0 +1,510 @@
+"""The durable path end to end: configure → spool → shipper → Loki, through the public API.
+
+Each test configures the library with ``loki_url`` and ``spool_dir`` against the Loki test
+server (or a real Loki for the first test, when ``LOKI_URL`` is set) and checks what Loki
+holds afterwards. Outages, refusals and a full spool are injected on the server side.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+import agent_logging
+from agent_logging import _durable, _state
+from agent_logging._durable import DEAD_LETTER_NAME, Durable
+from agent_logging._loki_client import LokiClient, QueriedEntry
+from agent_logging._render import rfc3339_ns
+from agent_logging._shipper import Shipper
+from agent_logging._spool import Spool, read_all
+from tests.lokisim import Limits, LokiServer
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN_ID = "00f067aa0ba902b7"
+HEALTH_KEYS = (
+    "spool_records",
+    "spool_bytes",
+    "oldest_unsent_age_s",
+    "sent",
+    "retried",
+    "dropped",
+    "dead_lettered",
+)
+
+
+def configure(url: str, root: Path, service: str = "svc", **options: Any) -> None:
+    """The durable path with quick batches, no health records and no local output."""
+    settings: dict[str, Any] = {
+        "loki_url": url,
+        "spool_dir": root,
+        "output": "none",
+        "batch_interval_s": 0.05,
+        "health_interval_s": 0,
+        **options,
+    }
+    agent_logging.configure(service=service, layer="node", env="test", **settings)
+
+
+def durable() -> Durable:
+    """The durable sink of the pipeline in force."""
+    pipeline = _state.pipeline
+    assert pipeline is not None
+    sink = pipeline.sinks[0]
+    assert isinstance(sink, Durable)
+    return sink
+
+
+def stored_records(loki: LokiServer) -> list[dict[str, Any]]:
+    return [orjson.loads(entry.line) for entry in loki.entries()]
+
+
+def wait_for_record(
+    loki: LokiServer, predicate: Callable[[dict[str, Any]], bool], timeout_s: float
+) -> dict[str, Any] | None:
+    """The first stored record the predicate accepts, waiting for new entries up to the timeout."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while True:
+        entries = loki.entries()
+        for entry in entries[seen:]:
+            record = orjson.loads(entry.line)
+            if predicate(record):
+                return record
+        seen = len(entries)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not loki.wait_for_entries(seen + 1, remaining):
+            return None
+
+
+def query_until(
+    client: LokiClient, query: str, start_ns: int, end_ns: int, count: int, timeout_s: float
+) -> list[QueriedEntry]:
+    """Query until at least ``count`` entries are visible (a real Loki may lag a little)."""
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while True:
+        entries = client.query_range(query, start_ns=start_ns, end_ns=end_ns)
+        if len(entries) >= count or time.monotonic() >= deadline:
+            return entries
+        pause.wait(0.2)
+
+
+# -- 1. end to end ----------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_records_reach_loki_with_identifiers_as_structured_metadata(
+    loki_url: str, tmp_path: Path
+) -> None:
+    # A unique service name keeps runs apart on a shared real Loki.
+    service = f"e2e-{uuid.uuid4().hex[:12]}"
+    start_ns = time.time_ns()
+    configure(loki_url, tmp_path / "spool", service)
+    log = agent_logging.get_logger("tests.e2e")
+    with agent_logging.bound(
+        node_id="n-1", allocation_id="a-9", trace_id=TRACE_ID, span_id=SPAN_ID
+    ):
+        for step in range(3):
+            log.info("task claimed", step=step)
+    log.warning("other allocation", allocation_id="a-8", node_id="n-1")
+    agent_logging.shutdown(timeout_s=10.0)
+    end_ns = time.time_ns() + 1
+
+    with LokiClient(loki_url) as client:
+        query = f'{{service_name="{service}"}} | allocation_id="a-9"'
+        entries = query_until(client, query, start_ns, end_ns, 3, timeout_s=10.0)
+        everything = query_until(
+            client, f'{{service_name="{service}"}}', start_ns, end_ns, 4, timeout_s=10.0
+        )
+    assert [orjson.loads(entry.line)["step"] for entry in entries] == [0, 1, 2]
+    assert len(everything) == 4
+    first = orjson.loads(entries[0].line)
+    assert first["event"] == "task claimed"
+    assert first["ts"] == rfc3339_ns(entries[0].ts_ns)  # the record's own stamp is the entry's
+
+    # Categorized, Loki 3 tells stream labels from structured metadata.
+    response = httpx.get(
+        f"{loki_url}/loki/api/v1/query_range",
+        params={
+            "query": f'{{service_name="{service}"}}',
+            "start": str(start_ns),
+            "end": str(end_ns),
+            "direction": "forward",
+        },
+        headers={"X-Loki-Response-Encoding-Flags": "categorize-labels"},
+        timeout=10.0,
+    )
+    assert response.status_code == 200
+    streams = response.json()["data"]["result"]
+    assert [stream["stream"] for stream in streams] == [
+        {"env": "test", "layer": "node", "service_name": service}
+    ]
+    metadata = [value[2]["structuredMetadata"] for value in streams[0]["values"]]
+    assert {k: metadata[0][k] for k in ("node_id", "allocation_id", "trace_id", "span_id")} == {
+        "node_id": "n-1",
+        "allocation_id": "a-9",
+        "trace_id": TRACE_ID,
+        "span_id": SPAN_ID,
+    }
+    assert [m["level"] for m in metadata] == ["info", "info", "info", "warning"]
+    assert metadata[3]["allocation_id"] == "a-8"
+
+
+@pytest.mark.integration
+def test_the_http_clients_own_log_records_are_not_spooled(
+    loki: LokiServer, tmp_path: Path, captured: Callable[..., Any]
+) -> None:
+    # httpx logs every request at INFO; through the stdlib bridge each push would spool a
+    # record needing another push, for ever. Locally they still show.
+    local = captured(
+        loki_url=loki.url, spool_dir=tmp_path / "spool", batch_interval_s=0.05, health_interval_s=0
+    )
+    agent_logging.get_logger("tests").info("only me")
+    assert loki.wait_for_entries(1, timeout_s=10.0)
+    assert durable().flush(timeout_s=5.0)  # acked: the push and its log record are over
+    assert any(record.get("logger") == "httpx" for record in local.records)
+    health = agent_logging.health()
+    assert (health["spool_records"], health["sent"]) == (0, 1)
+    agent_logging.shutdown(timeout_s=5.0)
+
+    assert [record["event"] for record in stored_records(loki)] == ["only me"]
+
+
+# -- 3. outages, 429s and refusals --------------------------------------------------------------
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_long_outage_loses_nothing_backs_off_and_keeps_memory_flat(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    configure(loki.url, tmp_path / "spool", batch_max_bytes=64 * 1024)
+    log = agent_logging.get_logger("tests.outage")
+    log.info("before the outage")
+    assert loki.wait_for_entries(1, timeout_s=10.0)
+    loki.go_down()
+
+    count = 4000
+    tracemalloc.start()
+    try:
+        baseline, _ = tracemalloc.get_traced_memory()
+        for seq in range(count):
+            log.info("during the outage", seq=seq, pad="x" * 2000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    during = agent_logging.health()
+    assert during["spool_records"] == count
+    assert during["sent"] == 1
+    # Records live in the spool, not in memory: the peak stays far below what was spooled.
+    print("PEAK", peak - baseline, during["spool_bytes"], during["retried"])
+    assert peak - baseline < during["spool_bytes"] / 10
+
+    loki.come_up()
+    assert durable().flush(timeout_s=30.0)
+    after = agent_logging.health()
+    stored = [r["seq"] for r in stored_records(loki) if r["event"] == "during the outage"]
+    assert sorted(stored) == list(range(count))
+    assert after["spool_records"] == 0
+    assert after["sent"] == count + 1
+    # Backed off: a handful of attempts for the whole outage, not one per batch or record.
+    assert 0 < after["retried"] <= 25
+    assert after["dropped"] == 0
+
+
+@pytest.mark.integration
+def test_a_429_storm_is_retried_no_sooner_than_retry_after(
+    loki: LokiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    delays: list[float] = []
+
+    def recording_wait(event: threading.Event, timeout_s: float) -> bool:
+        delays.append(timeout_s)
+        return event.wait(timeout_s)
+
+    monkeypatch.setattr(_durable, "Shipper", functools.partial(Shipper, wait=recording_wait))
+    loki.fail_next(3, 429, retry_after_s=0.25, body="Ingestion rate limit exceeded")
+    configure(loki.url, tmp_path / "spool")
+    log = agent_logging.get_logger("tests.ratelimit")
+    for seq in range(5):
+        log.info("rate limited", seq=seq)
+
+    assert loki.wait_for_entries(5, timeout_s=15.0)
+    assert durable().flush(timeout_s=5.0)
+    assert agent_logging.health()["retried"] == 3
+    assert len(delays) == 3
+    assert all(delay >= 0.25 for delay in delays)
+    statuses = [r.status for r in loki.requests if r.path == "/loki/api/v1/push"]
+    assert statuses[:4] == [429, 429, 429, 204]
+    assert sorted(r["seq"] for r in stored_records(loki)) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.integration
+def test_a_poison_entry_is_dead_lettered_and_its_batch_mates_delivered(tmp_path: Path) -> None:
+    with LokiServer(limits=Limits(max_line_size=1024)) as loki:
+        loki.go_down()  # everything below goes out in one batch once Loki is up
+        configure(loki.url, tmp_path / "spool")
+        log = agent_logging.get_logger("tests.poison")
+        for seq in range(7):
+            log.info("batch mate", seq=seq, pad="x" * (2000 if seq == 3 else 10))
+        loki.come_up()
+        assert durable().flush(timeout_s=15.0)
+        health = agent_logging.health()
+        stored = sorted(r["seq"] for r in stored_records(loki))
+
+    assert stored == [0, 1, 2, 4, 5, 6]
+    assert health["dead_lettered"] == 1
+    assert health["spool_records"] == 0
+    letters = (tmp_path / "spool" / "svc" / DEAD_LETTER_NAME).read_bytes().splitlines()
+    assert len(letters) == 1
+    letter = orjson.loads(letters[0])
+    assert orjson.loads(letter["line"])["seq"] == 3
+    assert letter["status"] == 400
+    assert letter["reason"].startswith("Max entry size '1024' bytes exceeded for stream")
+    assert letter["labels"] == {"env": "test", "layer": "node", "service_name": "svc"}
+
+
+# -- 4. spool full --------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("policy", "kept_end"), [("drop_oldest", "newest"), ("drop_newest", "oldest")]
+)
+def test_a_full_spool_applies_its_policy_counts_drops_and_delivers_the_rest(
+    loki: LokiServer, tmp_path: Path, policy: str, kept_end: str
+) -> None:
+    loki.go_down()
+    configure(
+        loki.url, tmp_path / "spool", spool_max_bytes=64 * 1024, spool_full_policy=policy
+    )
+    log = agent_logging.get_logger("tests.full")
+    count = 300
+    for seq in range(count):
+        log.info("filling", seq=seq, pad="x" * 500)
+    full = agent_logging.health()
+    kept = full["spool_records"]
+    assert 0 < kept < count
+    assert full["dropped"] == count - kept
+
+    loki.come_up()
+    assert durable().flush(timeout_s=15.0)
+    delivered = sorted(r["seq"] for r in stored_records(loki))
+    expected = list(range(count - kept, count)) if kept_end == "newest" else list(range(kept))
+    assert delivered == expected
+    assert agent_logging.health()["dropped"] == count - kept
+
+
+# -- 5. orphan adoption ---------------------------------------------------------------------------
+
+
+def fill_spool(directory: Path, service: str, count: int) -> list[int]:
+    """Write ``count`` records as a process of ``service`` would have; returns their stamps."""
+    base = time.time_ns() - 5_000_000_000
+    stamps = [base + seq * 1000 for seq in range(count)]
+    with Spool.open(directory) as spool:
+        for seq, ts_ns in enumerate(stamps):
+            record = {
+                "ts": rfc3339_ns(ts_ns),
+                "level": "info",
+                "event": "left behind",
+                "service": service,
+                "layer": "node",
+                "env": "test",
+                "seq": seq,
+            }
+            assert spool.append(ts_ns, orjson.dumps(record))
+    return stamps
+
+
+def join_adoption(timeout_s: float) -> None:
+    for thread in durable()._threads:
+        if thread.name == "agent-logging-adopt":
+            thread.join(timeout_s)
+            assert not thread.is_alive()
+
+
+@pytest.mark.integration
+def test_an_orphaned_spool_is_shipped_by_the_next_process_and_removed(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    stamps = fill_spool(root / "old-svc", "old-svc", 5)
+    configure(loki.url, root, "new-svc")
+    join_adoption(timeout_s=15.0)
+
+    entries = loki.entries()
+    assert [entry.ts_ns for entry in entries] == stamps
+    assert {entry.labels["service_name"] for entry in entries} == {"old-svc"}
+    assert not (root / "old-svc").exists()
+    assert agent_logging.health()["adopted"] == 5
+    assert sorted(path.name for path in root.iterdir()) == ["new-svc"]
+
+
+@pytest.mark.integration
+def test_a_spool_with_a_live_owner_is_left_to_it(loki: LokiServer, tmp_path: Path) -> None:
+    root = tmp_path / "spool"
+    fill_spool(root / "busy-svc", "busy-svc", 3)
+    with Spool.open(root / "busy-svc") as busy:  # its owner, alive
+        configure(loki.url, root, "new-svc")
+        join_adoption(timeout_s=15.0)
+        assert busy.stats().records == 3
+    assert loki.count() == 0
+    assert agent_logging.health()["adopted"] == 0
+
+
+@pytest.mark.integration
+def test_an_adopted_spool_with_dead_letters_is_emptied_but_kept(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "spool"
+    fill_spool(root / "old-svc", "old-svc", 3)
+    (root / "old-svc" / "notes.txt").write_text("not ours to delete\n")
+    with LokiServer(limits=Limits(max_line_size=60)) as loki:
+        configure(loki.url, root, "new-svc")
+        join_adoption(timeout_s=15.0)
+        assert loki.count() == 0  # every line is over the tiny limit
+    assert sorted(path.name for path in (root / "old-svc").iterdir()) == [
+        DEAD_LETTER_NAME,
+        "lock",
+        "notes.txt",
+    ]
+    assert len((root / "old-svc" / DEAD_LETTER_NAME).read_bytes().splitlines()) == 3
+
+
+# -- 6. fork --------------------------------------------------------------------------------------
+
+
+def run_in_child(body: Callable[[], int]) -> int:
+    """Fork; the child runs ``body`` and exits with its result. Returns the child's status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, whose coverage is not collected
+        code = 70
+        try:
+            code = body()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.integration
+def test_a_forked_child_ships_from_its_own_spool_and_the_parent_goes_on(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    configure(loki.url, root)
+    log = agent_logging.get_logger("tests.fork")
+    log.info("parent before the fork")
+    assert loki.wait_for_entries(1, timeout_s=10.0)
+
+    def child() -> int:  # pragma: no cover - runs in the child
+        log.info("from the child", child_pid=os.getpid())
+        agent_logging.shutdown(timeout_s=5.0)
+        return 0 if (root / f"svc.{os.getpid()}").is_dir() else 3
+
+    assert run_in_child(child) == 0
+    log.info("parent after the fork")
+    agent_logging.shutdown(timeout_s=5.0)
+
+    records = stored_records(loki)
+    assert sorted(r["event"] for r in records) == [
+        "from the child",
+        "parent after the fork",
+        "parent before the fork",
+    ]
+    child_pid = next(r["child_pid"] for r in records if r["event"] == "from the child")
+    assert sorted(path.name for path in root.iterdir()) == sorted(["svc", f"svc.{child_pid}"])
+
+
+@pytest.mark.integration
+def test_a_forked_child_that_never_logs_leaves_the_parents_spool_alone(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    configure(loki.url, root)
+    log = agent_logging.get_logger("tests.fork")
+    loki.go_down()
+    log.info("parent, spooled while Loki is down")
+
+    def child() -> int:  # pragma: no cover - runs in the child
+        said: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+        _state.internal_logger.addHandler(handler)
+        agent_logging.shutdown(timeout_s=3.0)
+        return 0 if not said else 4
+
+    assert run_in_child(child) == 0
+    assert sorted(path.name for path in root.iterdir()) == ["svc"]
+    assert agent_logging.health()["spool_records"] == 1
+    loki.come_up()
+    assert durable().flush(timeout_s=15.0)
+    assert [r["event"] for r in stored_records(loki)] == ["parent, spooled while Loki is down"]
+
+
+# -- 8. health ------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_health_reports_the_spool_and_the_shipping(loki: LokiServer, tmp_path: Path) -> None:
+    assert agent_logging.health() == {"configured": False}
+    loki.go_down()
+    configure(loki.url, tmp_path / "spool")
+    log = agent_logging.get_logger("tests.health")
+    log.info("one")
+    log.info("two")
+    down = agent_logging.health()
+    assert {key: down[key] for key in ("spool_records", "sent", "dropped", "dead_lettered")} == {
+        "spool_records": 2,
+        "sent": 0,
+        "dropped": 0,
+        "dead_lettered": 0,
+    }
+    assert down["spool_bytes"] > 0
+    assert down["oldest_unsent_age_s"] >= 0.0
+
+    loki.come_up()
+    assert durable().flush(timeout_s=15.0)
+    up = agent_logging.health()
+    assert {key: up[key] for key in ("spool_records", "spool_bytes", "sent")} == {
+        "spool_records": 0,
+        "spool_bytes": 0,
+        "sent": 2,
+    }
+    assert up["oldest_unsent_age_s"] == 0.0
+
+
+@pytest.mark.integration
+def test_shipping_health_is_logged_periodically(loki: LokiServer, tmp_path: Path) -> None:
+    configure(loki.url, tmp_path / "spool", health_interval_s=0.1)
+    agent_logging.get_logger("tests.health").info("some work")
+
+    def shows_a_sent_record(record: dict[str, Any]) -> bool:
+        return record["event"] == "shipping health" and record["sent"] >= 1
+
+    record = wait_for_record(loki, shows_a_sent_record, timeout_s=15.0)
+    assert record is not None
+    assert record["logger"] == "agent_logging.health"
+    assert record["level"] == "info"
+    assert all(key in record for key in HEALTH_KEYS)
+    assert all(isinstance(record[key], int) for key in HEALTH_KEYS if key != "oldest_unsent_age_s")
+
+
+def test_durable_configuration_creates_the_service_spool(tmp_path: Path) -> None:
+    # No server needed: nothing is logged, so nothing is pushed.
+    configure("http://127.0.0.1:9", tmp_path / "spool", "my svc/1")
+    assert durable().spool.directory == tmp_path / "spool" / "my_svc_1"
+    assert list(read_all(durable().spool.directory)) == []

@@ -1,0 +1,421 @@
+"""Redaction of secrets: corpora of real-looking lines, key classification, values, records."""
+
+from __future__ import annotations
+
+import copy
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_logging._redact import (
+    REDACTED,
+    _scan,
+    is_sensitive_key,
+    redact,
+    redact_text,
+    redact_value,
+)
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _cases(name: str) -> list[tuple[str, str, str]]:
+    """``(title, input, expected)`` from a corpus file (format described at its top)."""
+    cases: list[tuple[str, list[str]]] = []
+    for line in (CORPUS / name).read_text(encoding="utf-8").split("\n"):
+        if line.startswith("=== "):
+            cases.append((line[4:], []))
+        elif cases:
+            cases[-1][1].append(line)
+    result = []
+    for title, lines in cases:
+        while lines and not lines[-1]:
+            lines.pop()
+        if ">>>" in lines:
+            split = lines.index(">>>")
+            result.append((title, "\n".join(lines[:split]), "\n".join(lines[split + 1 :])))
+        else:
+            text = "\n".join(lines)
+            result.append((title, text, text))
+    return result
+
+
+SECRETS = _cases("secrets.txt")
+HARMLESS = _cases("harmless.txt")
+
+
+def test_corpora_are_large_enough() -> None:
+    assert len(SECRETS) >= 30
+    assert len(HARMLESS) >= 30
+    assert all(text != expected for _, text, expected in SECRETS)
+
+
+@pytest.mark.parametrize(("title", "text", "expected"), SECRETS, ids=[c[0] for c in SECRETS])
+def test_secret_corpus_is_redacted_exactly(title: str, text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+    assert redact_text(expected) == expected
+
+
+@pytest.mark.parametrize(("title", "text", "expected"), HARMLESS, ids=[c[0] for c in HARMLESS])
+def test_harmless_corpus_comes_through_as_the_same_object(
+    title: str, text: str, expected: str
+) -> None:
+    assert redact_text(text) is text
+    assert _scan(text, unfiltered=True) is text  # not only because the prefilter let it pass
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.def", "Authorization: Bearer [REDACTED]"),
+        ("password=hunter2 user=bob", "password=[REDACTED] user=bob"),
+        ('{"api_key": "x"}', '{"api_key": "[REDACTED]"}'),
+        ("postgresql://app:s3cret@db:5432/x", "postgresql://app:[REDACTED]@db:5432/x"),
+        ("Cookie: a=1; b=2", "Cookie: [REDACTED]"),
+        ("/v1/x?token=abc123&x=1", "/v1/x?token=[REDACTED]&x=1"),
+        ("host=db password=x dbname=y", "host=db password=[REDACTED] dbname=y"),
+        ("key AKIAIOSFODNN7EXAMPLE", "key [REDACTED]"),
+        ("ghp_16C7e42F292c6912E7710c838347Ae178B4a", REDACTED),
+        ("github_pat_11ABCDEFG0123456789abc_defghijklmnopqrstuvwxyz", REDACTED),
+        ("glpat-xYz12AbC34dEf56GhI78", REDACTED),
+        ("xoxb-2187624736-1384961263654-kRfwQ6sVAXPJpNDX", REDACTED),
+        ("sk_live_51HqYx2CZ7cvKq3w9Tn8L4mPb", REDACTED),
+        ("rk_test_51HqYx2CZ7cvKq3w9Tn8L4mPb", REDACTED),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", REDACTED),
+        ("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----", "[REDACTED PRIVATE KEY]"),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----",
+            "[REDACTED PRIVATE KEY]",
+        ),
+        ("X-Api-Key: k1 next", "X-Api-Key: [REDACTED] next"),
+        ("login --password=hunter2 --user bob", "login --password=[REDACTED] --user bob"),
+        ('password: "unterminated', 'password: "[REDACTED]'),
+        ("pwd=x", "pwd=[REDACTED]"),
+        ("password=", "password="),
+        ("password:\n  nested: 1", "password:\n  nested: 1"),
+        ("auth => 'abc'", "auth => '[REDACTED]'"),
+    ],
+)
+def test_text_patterns_keep_the_non_secret_part(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "passwd",
+        "pwd",
+        "PWD",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "apiKey",
+        "API-KEY",
+        "X-Api-Key",
+        "XApiKey",
+        "access_key",
+        "private_key",
+        "privateKey",
+        "client_secret",
+        "clientSecret",
+        "authorization",
+        "Proxy-Authorization",
+        "cookie",
+        "Set-Cookie",
+        "cookies",
+        "session",
+        "sessionid",
+        "session_id",
+        "sessionId",
+        "JSESSIONID",
+        "PHPSESSID",
+        "credentials",
+        "credential",
+        "creds",
+        "db_password",
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "access_token",
+        "refresh_token",
+        "X-Auth-Token",
+        "X-Amz-Security-Token",
+        "csrftoken",
+        "webhook_secret",
+        "AWS_SECRET_ACCESS_KEY",
+        "aws_session_token",
+        "ansible_become_pass",
+        "ansible_ssh_pass",
+        "passphrase",
+        "pass_phrase",
+        "tls.key",
+        "signing_key",
+        "X-Amz-Signature",
+        "sig",
+        "auth",
+        "basic_auth",
+        "client-key-data",
+        "--password",
+        "password_",
+    ],
+)
+def test_sensitive_keys(key: str) -> None:
+    assert is_sensitive_key(key)
+    # The text forms redact them too: the key/value prefilter must know every one.
+    assert redact_text(f"{key}=v4lue") == f"{key}=[REDACTED]"
+    assert redact_text(f'{{"{key}": "v4lue"}}') == f'{{"{key}": "[REDACTED]"}}'
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "task",
+        "token_count",
+        "max_tokens",
+        "tokens",
+        "tokenizer",
+        "token_type",
+        "key",
+        "key_id",
+        "cache_key",
+        "idempotency_key",
+        "private_key_id",
+        "aws_access_key_id",
+        "passed",
+        "bypass",
+        "compass",
+        "oldpwd",
+        "secretary",
+        "secret_name",
+        "secrets",
+        "password_policy",
+        "session_timeout",
+        "user_session",
+        "author",
+        "oauth",
+        "authorization_code",
+        "signal",
+        "design",
+        "sec_ret",
+        "passph_rase",
+        "monkey",
+        "credential_id",
+        "tls.crt",
+        "certificate-authority-data",
+        "",
+    ],
+)
+def test_keys_that_are_not_sensitive(key: str) -> None:
+    assert not is_sensitive_key(key)
+    if key:
+        text = f"{key}=v4lue"
+        assert redact_text(text) is text
+
+
+def test_redact_value_walks_nested_structures() -> None:
+    value = {
+        "user": "bob",
+        "password": 1234,
+        "nested": {"api_key": {"id": 1}, "note": "token=abc def"},
+        "items": ["plain", ("Authorization: Bearer abcdef", 7)],
+        "count": 3,
+        "none": None,
+    }
+    assert redact_value(value) == {
+        "user": "bob",
+        "password": REDACTED,
+        "nested": {"api_key": REDACTED, "note": "token=[REDACTED] def"},
+        "items": ["plain", ("Authorization: Bearer [REDACTED]", 7)],
+        "count": 3,
+        "none": None,
+    }
+
+
+def test_redact_value_never_mutates_its_input() -> None:
+    value = {"a": ["password=x", {"token": "t"}], "b": ("secret: y",)}
+    before = copy.deepcopy(value)
+    inner_list = value["a"]
+    redact_value(value)
+    assert value == before
+    assert value["a"] is inner_list
+
+
+def test_redact_value_returns_the_same_object_when_nothing_changes() -> None:
+    value = {"a": ["plain text", {"b": 1.5, "c": (True, None)}], "password": REDACTED}
+    assert redact_value(value) is value
+    text = "nothing to see here"
+    assert redact_value(text) is text
+    marker = object()
+    assert redact_value(marker) is marker
+
+
+def test_redact_value_copies_only_what_changes() -> None:
+    untouched = {"x": 1}
+    value = {"keep": untouched, "secret": "s"}
+    redacted = redact_value(value)
+    assert redacted == {"keep": {"x": 1}, "secret": REDACTED}
+    assert isinstance(redacted, dict)
+    assert redacted["keep"] is untouched
+
+
+def test_redact_value_keeps_namedtuples_and_bytes() -> None:
+    pair = namedtuple("pair", "name value")  # noqa: PYI024 - a plain namedtuple is the point
+    redacted = redact_value(pair("dsn", "postgresql://app:pw@db/x"))
+    assert redacted == pair("dsn", "postgresql://app:[REDACTED]@db/x")
+    assert type(redacted) is pair
+    assert redact_value(b"password=x \xff") == b"password=[REDACTED] \xff"
+    raw = b"\xff\xfe plain"
+    assert redact_value(raw) is raw
+
+
+def test_redact_value_replaces_containers_too_deep_and_ends_cycles() -> None:
+    deep: list[object] = ["password=x"]
+    for _ in range(40):
+        deep = [deep]
+    redacted = redact_value(deep)
+    for _ in range(32):
+        assert isinstance(redacted, list)
+        redacted = redacted[0]
+    assert redacted == REDACTED
+    cycle: list[object] = []
+    cycle.append(cycle)
+    assert isinstance(redact_value(cycle), list)
+
+
+def test_processor_redacts_a_full_record_in_place() -> None:
+    error = {
+        "type": "psycopg.OperationalError",
+        "message": "connection failed: postgresql://app:s3cret@db:5432/x",
+        "owner_layer": "db",
+        "chain": [
+            {"type": "RuntimeError", "message": "provisioning failed"},
+            {"type": "psycopg.OperationalError", "message": "dsn: password=s3cret host=db"},
+        ],
+        "stack": 'File "w.py", line 3\n    connect("password=s3cret")\n',
+    }
+    record = {
+        "ts": "2026-11-22T13:11:19.123456789Z",
+        "level": "error",
+        "event": "login with Authorization: Bearer abc.def failed",
+        "service": "api",
+        "layer": "api",
+        "env": "prod",
+        "correlation_id": "c0ffee12",
+        "allocation_id": "a-1234",
+        "api_key": {"id": 1},
+        "headers": {"Cookie": "a=1", "Accept": "*/*"},
+        "exception": "Traceback ...\nValueError: token=t0k3n\n",
+        "status": 401,
+        "error": error,
+    }
+    original_error = copy.deepcopy(error)
+    result = redact(None, "error", record)
+    assert result is record
+    assert record == {
+        "ts": "2026-11-22T13:11:19.123456789Z",
+        "level": "error",
+        "event": "login with Authorization: Bearer [REDACTED]",
+        "service": "api",
+        "layer": "api",
+        "env": "prod",
+        "correlation_id": "c0ffee12",
+        "allocation_id": "a-1234",
+        "api_key": REDACTED,
+        "headers": {"Cookie": REDACTED, "Accept": "*/*"},
+        "exception": "Traceback ...\nValueError: token=[REDACTED]\n",
+        "status": 401,
+        "error": {
+            "type": "psycopg.OperationalError",
+            "message": "connection failed: postgresql://app:[REDACTED]@db:5432/x",
+            "owner_layer": "db",
+            "chain": [
+                {"type": "RuntimeError", "message": "provisioning failed"},
+                {"type": "psycopg.OperationalError", "message": "dsn: password=[REDACTED] host=db"},
+            ],
+            "stack": 'File "w.py", line 3\n    connect("password=[REDACTED]")\n',
+        },
+    }
+    assert error == original_error  # a caller's dict is copied, not edited
+
+
+def test_processor_leaves_library_fields_and_identifiers_alone() -> None:
+    # Their values were set by the library or validated when bound; scanning them would cost
+    # every call. A value that would be redacted anywhere else shows that they are skipped.
+    record = {"ts": "token=x", "level": "token=x", "service": "token=x", "trace_id": "token=x"}
+    expected = dict(record)
+    assert redact(None, "info", record) == expected
+
+
+def test_processor_tolerates_odd_records() -> None:
+    record: dict[object, object] = {1: "password=x", "event": None, "blob": b"token=abc"}
+    redact(None, "info", record)  # type: ignore[arg-type]
+    assert record == {1: "password=[REDACTED]", "event": None, "blob": b"token=[REDACTED]"}
+
+
+# --- properties -----------------------------------------------------------------------------
+
+# What secrets are made of, so that generated text often comes close to one.
+FRAGMENTS = st.sampled_from(
+    [
+        "password", "Password", "pwd", "pass", "token", "secret", "api_key", "X-Api-Key",
+        "Authorization", "Cookie", "session", "sessionId", "auth", "key", "client-key-data",
+        "=", ":", ": ", " = ", "=>", "::", "==", "&", ",", ";", "\"", "'", "\\\"", "{", "}", "[",
+        "]", "|", "|-", "\n", "\r\n", "\\n", " ", "  ", "\t", "-", "_", ".", "/", "?", "#",
+        "@", "://", "https", "postgresql+psycopg", "user", "Bearer ", "bearer ", "Basic ",
+        "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "PRIVATE KEY",
+        "-----BEGIN CERTIFICATE-----", "Proc-Type: 4,ENCRYPTED", "MIIEowIBAAKCAQEAu1SU1LfV",
+        "eyJhbGciOiJIUzI1NiJ9", "eyJ", "AKIA", "ASIA", "IOSFODNN7EXAMPLE", "ghp_", "github_pat_",
+        "glpat-", "xoxb-", "sk_live_", "rk_test_", "0123456789abcdefghijKLMNOPQRST",
+        "[REDACTED]", "[REDACTED PRIVATE KEY]", "\u212a", "\u0130",
+    ]
+)  # fmt: skip
+SECRETISH = st.lists(FRAGMENTS | st.text(max_size=4), max_size=24).map("".join)
+# Everything redaction looks for needs one of these (see _scan); anything else passes.
+TRIGGERS = (
+    ":",
+    "=",
+    "PRIVATE KEY",
+    "earer",
+    "eyJ",
+    "IA",
+    "gh",
+    "_pat_",
+    "gl",
+    "xox",
+    "k_live_",
+    "k_test_",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_redact_text_never_raises_and_is_idempotent(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@settings(max_examples=500, deadline=None)
+@given(SECRETISH)
+def test_redact_text_is_idempotent_near_secrets(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@settings(max_examples=500, deadline=None)
+@given(SECRETISH)
+def test_prefilter_never_hides_a_secret(text: str) -> None:
+    assert _scan(text) == _scan(text, unfiltered=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text() | SECRETISH)
+def test_text_without_a_trigger_is_returned_as_is(text: str) -> None:
+    if not any(trigger in text for trigger in TRIGGERS):
+        assert redact_text(text) is text
+    if ":" not in text and "=" not in text:
+        # Only key/value pairs and URL passwords can be shorter than "[REDACTED]".
+        assert len(redact_text(text)) <= len(text)
