@@ -6,8 +6,9 @@ Layout of ``spool_dir`` (the root)::
     ROOT/<service>.<pid>/      a second process of the same service (a forked worker, say)
     ROOT/<dir>/dead-letter.ndjson   entries Loki refused, with its reason
 
-At start the process also adopts every other spool under the root that nobody holds (its
-owner died, or was replaced by this process after a restart or an upgrade), ships it in the
+At start, and every ``_ADOPT_RESCAN_S`` after, the process also adopts every other spool under
+the root that nobody holds (its owner died, was replaced by this process after a restart or an
+upgrade, or was a forked worker that crashed while this process runs on), ships it in the
 background and removes it once empty. ``agent-logging drain`` walks the same layout.
 
 The hot path is :meth:`Durable.write`: one ``Spool.append`` (a framed ``os.write``). Shipping,
@@ -46,6 +47,9 @@ DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: How long an adopted orphan spool may take to ship before the adopter gives up for now.
 _ADOPT_DEADLINE_S: Final = 3600.0
+#: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
+#: behind while its parent lives on, possibly for months.
+_ADOPT_RESCAN_S: Final = 60.0
 #: An adoption ships in slices of this length, re-checking between them whether the sink is
 #: closing: ``close()`` must not leave a thread pushing through a closed client for an hour.
 _ADOPT_SLICE_S: Final = 1.0
@@ -125,6 +129,8 @@ class Durable:
         self._threads: list[threading.Thread] = []
         self._adopting: Shipper | None = None
         self._adopted = 0
+        self._adoption_rounds = 0
+        self._adoption_done = threading.Condition()
 
     def _shipper_for(self, spool: Spool) -> Shipper:
         settings = self.settings
@@ -178,7 +184,25 @@ class Durable:
 
     # -- background work -----------------------------------------------------------------
 
+    def wait_for_adoption(self, rounds: int, timeout_s: float) -> bool:
+        """Block until ``rounds`` looks for orphans are complete (for tests and diagnostics).
+
+        Returns:
+            True when they are, False when ``timeout_s`` passed first.
+        """
+        with self._adoption_done:
+            return self._adoption_done.wait_for(lambda: self._adoption_rounds >= rounds, timeout_s)
+
     def _adopt_orphans(self) -> None:
+        while not self._stop.is_set():
+            self._adopt_round()
+            with self._adoption_done:
+                self._adoption_rounds += 1
+                self._adoption_done.notify_all()
+            if self._stop.wait(_ADOPT_RESCAN_S):
+                return
+
+    def _adopt_round(self) -> None:
         root = self.settings.spool_dir
         if root is None:
             return
@@ -288,6 +312,8 @@ class Durable:
         self._reopen_lock = threading.Lock()  # another thread may have held it at the fork
         self._threads = []
         self._adopting = None
+        self._adoption_rounds = 0
+        self._adoption_done = threading.Condition()
 
     def _reopen_in_child(self) -> None:
         with self._reopen_lock:

@@ -20,6 +20,8 @@ Decisions a reader may question:
 - A timeout alone (``TimeoutError``, ``socket.timeout``, ``httpx.ReadTimeout``) is
   ``unknown``: it says a peer did not answer in time, not which layer was slow (the database,
   the ingress, the provider or the network).
+- A TLS error without certificate or alert wording (``WRONG_VERSION_NUMBER``: TLS spoken to
+  a plaintext port) is ``unknown``: it is a misconfiguration on either side, not a cert.
 - A raw ``ConnectionRefusedError`` is ``ingress`` (DESIGN: "connection refused at the
   ingress"), even if the peer was a database reached by a driver that raises socket errors
   unwrapped (asyncpg): such callers should set ``owner_layer``.
@@ -36,7 +38,15 @@ from typing import Final
 from agent_logging._types import OWNER_LAYERS
 from agent_logging.errors import ConfigurationError
 
-__all__ = ["DEFAULT_RULES", "OwnerRule", "classify", "error_info", "exception_chain"]
+__all__ = [
+    "DEFAULT_RULES",
+    "MAX_CHAIN",
+    "MAX_MESSAGE_CHARS",
+    "OwnerRule",
+    "classify",
+    "error_info",
+    "exception_chain",
+]
 
 #: The longest chain followed; a longer one (or a cycle) is cut, never an error.
 MAX_CHAIN: Final = 32

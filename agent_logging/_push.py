@@ -19,7 +19,6 @@ format): Loki's distributor decodes ``application/x-protobuf`` bodies with ``sna
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -193,44 +192,42 @@ class RecordLike(Protocol):
     def payload(self) -> bytes: ...
 
 
-# The record keys an entry's labels and metadata come from: the label sources, then
-# METADATA_KEYS (which holds ``node_id``, the fourth label's source too).
-_FIELD_KEYS: Final = ("service", "layer", "env", *METADATA_KEYS)
-_NODE_ID_AT: Final = _FIELD_KEYS.index("node_id")
-_METADATA_FROM: Final = len(_FIELD_KEYS) - len(METADATA_KEYS)
-
-# (labels, metadata) already worked out, by the tuple of the record's values for _FIELD_KEYS,
-# one table per (node_id_label, default labels). Records of one request, allocation or node
-# share all of those values, so the mapping is done once per combination; a table is emptied
-# when it reaches _MAX_CACHED_MAPPINGS (an LRU would cost more per hit than it saves).
-# Only keys made of str and None are stored: 1, 1.0 and True are equal as keys but render
-# differently, and a str is equal only to the same str.
-_Mapped = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
-_mappings: dict[tuple[object, ...], dict[tuple[object, ...], _Mapped]] = {}
-_MAX_CACHED_MAPPINGS: Final = 4096
-#: Tables kept, one per shipper configuration (a process has one or a few).
-_MAX_CACHED_CONTEXTS: Final = 16
-
-_new_entry: Final = tuple.__new__  # PushEntry without its Python-level __new__: 2x faster
+_Pairs = tuple[tuple[str, str], ...]
 
 
-def _map_fields(
-    values: Sequence[object], node_id_label: bool, default_labels: Mapping[str, str]
-) -> _Mapped:
-    """Labels and metadata from a record's values for _FIELD_KEYS (see entry_from_record)."""
-    service, layer, env = values[:_METADATA_FROM]
+def _map_record(
+    record: dict[str, object], node_id_label: bool, default_labels: Mapping[str, str]
+) -> tuple[_Pairs, _Pairs]:
+    """Labels and metadata of a parsed record (see :func:`entry_from_record`).
+
+    Reads only the keys in ``_FIELD_KEYS``: :func:`entries_from_records` caches the result
+    under their values.
+    """
+    get = record.get
+    service = get("service")
+    layer = get("layer")
+    env = get("env")
+    node_id = get("node_id") if node_id_label else None
     labels = _label_pairs(
-        _text(service) or default_labels.get("service_name"),
-        _text(layer) or default_labels.get("layer"),
-        _text(env) or default_labels.get("env"),
-        (_text(values[_NODE_ID_AT]) or default_labels.get("node_id")) if node_id_label else None,
+        (service if type(service) is str else _text(service)) or default_labels.get("service_name"),
+        (layer if type(layer) is str else _text(layer)) or default_labels.get("layer"),
+        (env if type(env) is str else _text(env)) or default_labels.get("env"),
+        ((node_id if type(node_id) is str else _text(node_id)) or default_labels.get("node_id"))
+        if node_id_label
+        else None,
     )
-    metadata = tuple(
-        (key, text)
-        for key, value in zip(METADATA_KEYS, values[_METADATA_FROM:], strict=True)
-        if (text := _text(value)) and not (node_id_label and key == "node_id")
-    )
-    return labels, metadata
+    metadata = []
+    for key in METADATA_KEYS:
+        value = get(key)
+        if value is None:
+            continue
+        if type(value) is not str:
+            value = _text(value)
+            if value is None:
+                continue
+        if value and not (node_id_label and key == "node_id"):
+            metadata.append((key, value))
+    return labels, tuple(metadata)
 
 
 def _unparsed_entry(
@@ -279,24 +276,40 @@ def entry_from_record(
         record = None
     if type(record) is not dict:
         return _unparsed_entry(ts_ns, payload, node_id_label, default_labels)
-    labels, metadata = _map_fields(
-        tuple(map(record.get, _FIELD_KEYS)), node_id_label, default_labels
-    )
+    labels, metadata = _map_record(record, node_id_label, default_labels)
     # orjson accepted the payload, so it is valid UTF-8 and strict decoding cannot fail.
     return PushEntry(labels, ts_ns, _strip_newline(bytes(payload).decode()), metadata)
 
 
+# The keys _map_record reads. Its result depends on nothing else (given the two options), so
+# it is cached under the tuple of their values: the records of one request, allocation or
+# node share all of them, and a hit costs a fraction of a mapping.
+_FIELD_KEYS: Final = ("service", "layer", "env", *METADATA_KEYS)
+# Only keys made of str and None are cached: 1, 1.0 and True are equal as keys but render
+# differently, while a str equals only the same str.
+_TEXT_TYPES: Final = frozenset({str, type(None)})
+# One table per (node_id_label, default labels), emptied when it reaches
+# _MAX_CACHED_MAPPINGS (an LRU would cost more per hit than it saves).
+_mappings: dict[tuple[object, ...], dict[tuple[object, ...], tuple[_Pairs, _Pairs]]] = {}
+_MAX_CACHED_MAPPINGS: Final = 1024  # about 1 KiB each: a few hundred requests in flight
+_MAX_CACHED_CONTEXTS: Final = 16  # a process has one shipper configuration, or a few
+# Records mapped with the cache before deciding whether it pays for the rest of the batch:
+# when every record carries new identifiers a miss costs about 1 µs more than no cache.
+_PROBE_RECORDS: Final = 256
+
+_new_entry: Final = tuple.__new__  # a PushEntry without NamedTuple's Python-level __new__
+
+
 def entries_from_records(
-    records: Iterable[RecordLike],
+    records: Sequence[RecordLike],
     *,
     node_id_label: bool,
     default_labels: Mapping[str, str],
 ) -> list[PushEntry]:
-    """Map spooled records to Loki entries, as :func:`entry_from_record` maps each one.
+    """Map spooled records to Loki entries: one :func:`entry_from_record` per record.
 
-    The shipper's path: one call per batch, with the labels and metadata of recurring value
-    combinations taken from a table instead of being worked out for every record. Never
-    raises.
+    The shipper's path, one call per batch: the labels and metadata of a combination of
+    identifiers seen before come from a table rather than being worked out again. Never raises.
 
     Args:
         records: the records (``ts_ns`` and ``payload`` attributes), in order.
@@ -304,7 +317,7 @@ def entries_from_records(
         default_labels: as for :func:`entry_from_record`.
 
     Returns:
-        One entry per record, in order; equal to what :func:`entry_from_record` returns.
+        One entry per record, in order, equal to what :func:`entry_from_record` returns.
     """
     context = (node_id_label, *(default_labels.get(name) for name in LABEL_NAMES))
     table = _mappings.get(context)
@@ -312,11 +325,31 @@ def entries_from_records(
         if len(_mappings) >= _MAX_CACHED_CONTEXTS:
             _mappings.clear()
         table = _mappings[context] = {}
+    entries: list[PushEntry] = []
+    misses = _map_batch(records[:_PROBE_RECORDS], node_id_label, default_labels, table, entries)
+    rest = records[_PROBE_RECORDS:]
+    if rest:
+        cache = table if 2 * misses <= _PROBE_RECORDS else None
+        _map_batch(rest, node_id_label, default_labels, cache, entries)
+    return entries
+
+
+def _map_batch(
+    records: Sequence[RecordLike],
+    node_id_label: bool,
+    default_labels: Mapping[str, str],
+    table: dict[tuple[object, ...], tuple[_Pairs, _Pairs]] | None,
+    entries: list[PushEntry],
+) -> int:
+    """Append the records' entries to ``entries``; return the cache misses (all, no table)."""
+    # Hot path, once per record: names are bound locally and the entry is built without
+    # NamedTuple's __new__. Mirrors entry_from_record, which the tests pin down.
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     keys = _FIELD_KEYS
-    entries: list[PushEntry] = []
+    text_types = _TEXT_TYPES
     append = entries.append
+    misses = 0
     for record in records:
         ts_ns = record.ts_ns
         payload = record.payload
@@ -327,22 +360,28 @@ def entries_from_records(
         if type(fields) is not dict:
             append(_unparsed_entry(ts_ns, payload, node_id_label, default_labels))
             continue
-        values = tuple(map(fields.get, keys))
-        try:
-            mapped = table.get(values)
-        except TypeError:  # an unhashable value (an object or array): never stored
-            mapped = None
-        if mapped is None:
-            mapped = _map_fields(values, node_id_label, default_labels)
-            if all(type(value) is str or value is None for value in values):
-                if len(table) >= _MAX_CACHED_MAPPINGS:
-                    table.clear()
-                table[values] = mapped
+        if table is None:
+            misses += 1
+            labels, metadata = _map_record(fields, node_id_label, default_labels)
+        else:
+            values = tuple(map(fields.get, keys))
+            try:
+                cached = table.get(values)
+            except TypeError:  # an unhashable value (an object or array): not cacheable
+                cached, values = None, ()
+            if cached is None:
+                misses += 1
+                cached = _map_record(fields, node_id_label, default_labels)
+                if values and text_types.issuperset(map(type, values)):
+                    if len(table) >= _MAX_CACHED_MAPPINGS:
+                        table.clear()
+                    table[values] = cached
+            labels, metadata = cached
         line = bytes(payload).decode()  # valid UTF-8: orjson accepted it
         if line.endswith("\n"):
             line = _strip_newline(line)
-        append(_new_entry(PushEntry, (mapped[0], ts_ns, line, mapped[1])))
-    return entries
+        append(_new_entry(PushEntry, (labels, ts_ns, line, metadata)))
+    return misses
 
 
 def _uvarint(value: int) -> bytes:
@@ -417,17 +456,21 @@ def _metadata_field(pair: tuple[str, str]) -> bytes:
 
 # Every metadata field of an entry, encoded and joined, by the entry's metadata tuple: the
 # records of one request, allocation or node share the whole tuple, so an entry costs one
-# lookup instead of one per pair. Bounded like the pair cache.
+# lookup instead of one per pair. Emptied when full, like the pair cache.
 _metadata_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
+_MAX_CACHED_BLOCKS: Final = 1024
 
 
 def _metadata_block(metadata: tuple[tuple[str, str], ...]) -> bytes:
     cached = _metadata_fields.get
-    block = b"".join([cached(pair) or _metadata_field(pair) for pair in metadata])
-    if len(_metadata_blocks) >= _MAX_CACHED_FIELDS:
+    return b"".join([cached(pair) or _metadata_field(pair) for pair in metadata])
+
+
+def _cached_metadata_block(metadata: tuple[tuple[str, str], ...]) -> bytes:
+    block = _metadata_block(metadata)
+    if len(_metadata_blocks) >= _MAX_CACHED_BLOCKS:
         _metadata_blocks.clear()
-    with contextlib.suppress(TypeError):  # a list instead of a tuple: not cached
-        _metadata_blocks[metadata] = block
+    _metadata_blocks[metadata] = block
     return block
 
 
@@ -458,7 +501,7 @@ def _encode_stream(
     seconds_seen = None
     prefixes: tuple[bytes, ...] = ()
     # Hot path, once per entry: every piece is appended to one list (no intermediate joins)
-    # and the common varints (lengths below 128, 5-byte nanos) are written inline.
+    # and the common varints (lengths below 16384, 5-byte nanos) are written inline.
     for _, ts_ns, line, metadata in entries:
         seconds, nanos = divmod(ts_ns, _NS_PER_S)
         if seconds != seconds_seen:  # consecutive entries mostly share their second
@@ -479,16 +522,28 @@ def _encode_stream(
         timestamp = prefixes[len(nanos_bytes)]
         try:
             block = blocks.get(metadata)
-        except TypeError:  # not hashable: encoded afresh
-            block = None
-        if block is None:
+        except TypeError:  # not hashable (a list): encoded afresh, never cached
             block = _metadata_block(metadata)
+        if block is None:
+            block = _cached_metadata_block(metadata)
         encoded = line.encode()
         length = len(encoded)
         if length:
-            line_length = small[length] if length < 0x80 else _uvarint(length)
+            line_length = (
+                small[length]
+                if length < 0x80
+                else bytes(((length & 0x7F) | 0x80, length >> 7))
+                if length < 0x4000
+                else _uvarint(length)
+            )
             body = len(timestamp) + len(nanos_bytes) + 1 + len(line_length) + length + len(block)
-            body_length = small[body] if body < 0x80 else _uvarint(body)
+            body_length = (
+                small[body]
+                if body < 0x80
+                else bytes(((body & 0x7F) | 0x80, body >> 7))
+                if body < 0x4000
+                else _uvarint(body)
+            )
             parts += (
                 _TAG_ENTRIES,
                 body_length,

@@ -12,9 +12,14 @@ What is kept is what makes the line useful: the key, the auth scheme, the URL's 
 
 It runs on every log call (the whole call has ~5 µs), so it is built around a prefilter: a
 string is scanned only if it contains a trigger (``:``, ``=`` or one of a few token prefixes),
-clean strings up to 256 characters are remembered, and the identifier fields, whose values were
-validated when they were bound, are not looked at. Measured figures are in the test module's
-docstring.
+clean strings up to 256 characters are remembered, which fields to look at is worked out once
+per record shape, and the identifier fields, validated when they were bound, are skipped.
+Measured with ``python -m timeit`` on the 2-core development VM (noisy; best of 9), for a
+record of a 60-character event, five identifiers and four small extra fields: 1.1 µs when its
+strings were seen before, 2.7 µs when the event and a path are new on every call, against
+0.56-1.3 µs for ``orjson.dumps`` of the same record in the same runs. A new 60-character
+string without a trigger costs ~0.4 µs, one with ``:`` or ``=`` ~1.1 µs, one holding a
+secret ~10 µs.
 
 Known limits (a log line is text, not a parsed document): a value is cut at whitespace or
 ``& , ;`` unless quoted, so an unquoted password holding those characters is redacted only up
@@ -181,6 +186,8 @@ _ALREADY: Final = (_REDACTED_KEY, REDACTED)
 _CLEAN: dict[str, None] = {}
 _CLEAN_MAX_CHARS: Final = 256
 _CLEAN_SIZE: Final = 4096
+_PLANS: dict[tuple[Any, ...], tuple[tuple[Any, bool], ...]] = {}
+_PLANS_SIZE: Final = 1024
 
 Span = tuple[int, int, str]
 
@@ -205,45 +212,64 @@ def redact_text(text: str) -> str:
         return text
     redacted = _scan(text)
     if short and redacted is text:
-        if len(_CLEAN) >= _CLEAN_SIZE:
-            _CLEAN.clear()  # dynamic messages would grow it forever: bound it, keep it simple
-        _CLEAN[text] = None
+        _remember_clean(text)
     return redacted
 
 
-def _scan(text: str, *, unfiltered: bool = False) -> str:
+def _remember_clean(text: str) -> None:
+    if len(_CLEAN) >= _CLEAN_SIZE:
+        _CLEAN.clear()  # dynamic messages would grow it forever: bound it, keep it simple
+    _CLEAN[text] = None
+
+
+def _scan(text: str) -> str:
     """The passes, each behind the substring tests its pattern cannot match without.
 
-    Single characters are tested first: ``in`` finds one with memchr, several times faster
-    than a longer needle, and most clean text fails all of them. ``unfiltered`` runs every
-    pass regardless, for tests that check the tests are right.
+    Each longer needle sits behind a single character it holds (``V`` of PRIVATE KEY, ``J``
+    of eyJ): ``in`` finds one character with memchr, several times faster than a needle of
+    two or more, and most clean text fails those.
     """
-    dash = unfiltered or "-" in text
-    colon = unfiltered or ":" in text
-    if dash and "PRIVATE KEY" in text:
-        text = _apply(text, _pem_spans(text))
+    dash = "-" in text
+    colon = ":" in text
+    if dash and "V" in text and "PRIVATE KEY" in text:
+        text = _pem_pass(text)
     if colon and "@" in text and "://" in text:
-        text = _apply(
-            text, [(m.start("pw"), m.end("pw"), REDACTED) for m in _URL_RE.finditer(text)]
-        )
-    if (colon or "=" in text) and (unfiltered or _has_key_word(text.lower())):
-        text = _apply(text, _kv_spans(text, unfiltered=unfiltered))
-    if unfiltered or "earer" in text:
-        text = _apply(
-            text, [(m.start("token"), m.end(), REDACTED) for m in _BEARER_RE.finditer(text)]
-        )
+        text = _url_pass(text)
+    if (colon or "=" in text) and _has_key_word(text.lower()):
+        text = _apply(text, _kv_spans(text))
+    if "earer" in text:
+        text = _bearer_pass(text)
     if (
-        unfiltered
-        or ("." in text and "eyJ" in text)
-        or "IA" in text
+        ("J" in text and "eyJ" in text)
+        or ("I" in text and "IA" in text)
         or (
             "_" in text
             and ("gh" in text or "_pat_" in text or "k_live_" in text or "k_test_" in text)
         )
-        or (dash and ("gl" in text or "xox" in text))
+        or (dash and (("x" in text and "xox" in text) or "gl" in text))
     ):
         text = _sub(_SHAPES_RE, REDACTED, text)
     return text
+
+
+def _scan_unfiltered(text: str) -> str:
+    """:func:`_scan` without its substring tests, for tests that check those tests."""
+    text = _url_pass(_pem_pass(text))
+    text = _apply(text, _kv_spans(text, unfiltered=True))
+    return _sub(_SHAPES_RE, REDACTED, _bearer_pass(text))
+
+
+def _pem_pass(text: str) -> str:
+    return _apply(text, _pem_spans(text))
+
+
+def _url_pass(text: str) -> str:
+    return _apply(text, [(m.start("pw"), m.end("pw"), REDACTED) for m in _URL_RE.finditer(text)])
+
+
+def _bearer_pass(text: str) -> str:
+    spans = [(m.start("token"), m.end(), REDACTED) for m in _BEARER_RE.finditer(text)]
+    return _apply(text, spans)
 
 
 def _pem_spans(text: str) -> list[Span]:
@@ -275,7 +301,7 @@ def _pem_spans(text: str) -> list[Span]:
 
 
 def _has_key_word(lowered: str) -> bool:
-    """Whether lower-cased text holds a word every sensitive key contains (see _KEY_ENDINGS)."""
+    """Whether lower-cased text holds a word every sensitive key contains (see the key rules)."""
     return (
         "pass" in lowered
         or "pwd" in lowered
@@ -345,7 +371,8 @@ def _kv_value(
     for already in _ALREADY:
         if text.startswith(already, start):
             return start, start + len(already), already
-    normalised = "".join(_key_words(key))
+    # Only compared with _HEADER_KEYS and "authorization": case and separators matter not.
+    normalised = key.lower().replace("-", "").replace("_", "").replace(".", "")
     first = text[start]
     if text.startswith(('\\"', "\\'"), start):  # JSON inside a JSON string: \"key\": \"v\"
         inner = start + 2
@@ -503,6 +530,19 @@ def _redact_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> object:
     return make(items) if make is not None else tuple(items)
 
 
+def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, bool], ...]:
+    """The fields of a record shape to look at, and whether each is a secret's."""
+    plan = tuple(
+        (key, isinstance(key, str) and is_sensitive_key(key))
+        for key in keys
+        if key not in _SKIP_KEYS
+    )
+    if len(_PLANS) >= _PLANS_SIZE:
+        _PLANS.clear()
+    _PLANS[keys] = plan
+    return plan
+
+
 def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict:
     """structlog processor: redact the record in place; it must run last before rendering.
 
@@ -518,30 +558,29 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     Returns:
         ``event_dict``.
     """
-    changed: list[tuple[str, object]] | None = None
-    for key in event_dict:
-        if key in _SKIP_KEYS:
-            continue
+    # A call site logs the same keys every time: which fields to look at, and which are
+    # secrets, is worked out once per record shape rather than once per field per call.
+    keys = tuple(event_dict)
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys)
+    for key, sensitive in plan:
         value = event_dict[key]
-        sensitive = _KEY_CACHE.get(key)
-        if sensitive is None:
-            sensitive = isinstance(key, str) and is_sensitive_key(key)
         if sensitive:
-            new = _redacted(value)
+            if not (type(value) is str and value == REDACTED):
+                event_dict[key] = REDACTED
         elif type(value) is str:
-            # The cached-clean test inline: this is the common case on the hot path.
-            if len(value) < 5 or (len(value) <= _CLEAN_MAX_CHARS and value in _CLEAN):
+            # redact_text(), inlined: this is the common case on the hot path.
+            size = len(value)
+            if size < 5 or (size <= _CLEAN_MAX_CHARS and value in _CLEAN):
                 continue
-            new = redact_text(value)
-        elif value is None or type(value) in _SCALARS:
-            continue
-        else:
+            text = _scan(value)
+            if text is not value:
+                event_dict[key] = text
+            elif size <= _CLEAN_MAX_CHARS:
+                _remember_clean(value)
+        elif value is not None and type(value) not in _SCALARS:
             new = _redact_value(value, 0)
-        if new is not value:
-            if changed is None:
-                changed = []
-            changed.append((key, new))
-    if changed is not None:  # applied after the loop: the mapping may not allow edits during it
-        for key, new in changed:
-            event_dict[key] = new
+            if new is not value:
+                event_dict[key] = new
     return event_dict

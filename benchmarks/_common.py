@@ -11,7 +11,11 @@ drives it over the child's stdin/stdout, one command per line::
 ``time.monotonic()`` is CLOCK_MONOTONIC on Linux, one clock for every process of the
 machine, so the child's ``T`` can be compared with the parent's own readings.
 
-Run the server side alone with ``python -m benchmarks._common`` (it prints
+``LokiProcess(sink=True)`` runs a counting sink instead: it accepts any protobuf push with a
+204 and only counts the entries (snappy + the protobuf runtime, a few µs per entry), so a
+benchmark can see what the client sustains when the server is not the bottleneck.
+
+Run the server side alone with ``python -m benchmarks._common [--sink]`` (it prints
 ``listening on URL`` first, like ``python -m tests.lokisim``).
 """
 
@@ -26,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Final
+from typing import IO, Any, Final
 
 __all__ = ["REPO_ROOT", "LokiProcess", "RssSampler", "closed_port_url", "machine_note", "rss_kib"]
 
@@ -44,7 +48,8 @@ class LokiProcess:
             reached_at = loki.wait_for(1000, timeout_s=30.0)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, sink: bool = False) -> None:
+        self._sink = sink
         self._process: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -58,7 +63,7 @@ class LokiProcess:
             RuntimeError: the child did not come up.
         """
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks._common"],
+            [sys.executable, "-m", "benchmarks._common", *(["--sink"] if self._sink else [])],
             cwd=REPO_ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -134,11 +139,60 @@ class LokiProcess:
         self.stop()
 
 
-def _serve() -> int:
+class _CountingSink:
+    """A push endpoint that stores nothing: 204 for every push, entries counted."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import cramjam
+
+        from tests.lokisim import push_request_class
+
+        request_class = push_request_class()
+        self._count = 0
+        self._changed = threading.Condition()
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                """Quiet."""
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = request_class.FromString(bytes(cramjam.snappy.decompress_raw(body)))
+                sink.add(sum(len(stream.entries) for stream in request.streams))
+                self.send_response(204)
+                self.end_headers()
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def add(self, n: int) -> None:
+        with self._changed:
+            self._count += n
+            self._changed.notify_all()
+
+    def count(self) -> int:
+        return self._count
+
+    def wait_for_entries(self, n: int, timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._count >= n, timeout_s)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+
+
+def _serve(argv: list[str]) -> int:
     """The child side of :class:`LokiProcess`: serve and answer commands until stdin ends."""
     from tests.lokisim import LokiServer
 
-    server = LokiServer().start()
+    server: Any = _CountingSink() if "--sink" in argv else LokiServer().start()
     print(f"listening on {server.url}", flush=True)
     try:
         for line in sys.stdin:
@@ -150,10 +204,10 @@ def _serve() -> int:
                 # Read the clock first: the answer's own latency is not the server's.
                 now = time.monotonic()
                 print(f"{'reached' if reached else 'timeout'} {now} {server.count()}", flush=True)
-            elif word == "down":
+            elif word == "down" and hasattr(server, "go_down"):
                 server.go_down()
                 print("ok", flush=True)
-            elif word == "up":
+            elif word == "up" and hasattr(server, "come_up"):
                 server.come_up()
                 print("ok", flush=True)
             else:
@@ -199,6 +253,15 @@ class RssSampler:
         self.peak_kib = max(self.peak_kib, now)
         self.end_kib = now
         self.samples += 1
+
+    def figures(self) -> dict[str, int]:
+        """``start_kib``, ``peak_kib``, ``end_kib`` and ``samples``, for a report."""
+        return {
+            "start_kib": self.start_kib,
+            "peak_kib": self.peak_kib,
+            "end_kib": self.end_kib,
+            "samples": self.samples,
+        }
 
     def __enter__(self) -> RssSampler:
         self.start_kib = self.peak_kib = self.end_kib = rss_kib()
@@ -246,4 +309,4 @@ def machine_note() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve())
+    sys.exit(_serve(sys.argv[1:]))

@@ -1,27 +1,30 @@
 """Shipping to Loki: sustained lines/s, caller cost with Loki up and down, RSS in an outage.
 
-Every figure comes from the same run, against the strict test server (``tests.lokisim``) running
-in a process of its own (its CPU does not share the measured process's GIL, but it does share
-the machine's cores). Each scenario runs in a fresh child process, with a fresh server:
+Every figure comes from one run, against the strict test server (``tests.lokisim``) in a
+process of its own: its CPU does not share the measured process's GIL, though it does share
+the machine's cores. Every scenario runs in a fresh child process, against a fresh server:
 
 - ``agent_logging``: ``configure(loki_url=..., spool_dir=..., spool_fsync="batch")``, five
-  identifiers bound, one thread logging ``--records`` records as fast as it can.
-- ``LokiHandler`` (python-logging-loki 0.3.1): one blocking POST per record, same JSON lines
-  (a stdlib JSON formatter with the same fields).
+  identifiers bound, one thread logging ``--records`` records as fast as it can. Run twice:
+  into the test server, and into a counting sink (``benchmarks._common``) that only counts
+  entries, which shows what the client sustains when the server is not the bottleneck.
+- ``LokiHandler`` (python-logging-loki 0.3.1): one blocking POST per record, the same JSON
+  line (a stdlib JSON formatter with the same fields).
 - ``LokiQueueHandler``: the same handler behind a ``QueueListener`` thread.
 
-lines/s = records / (time from the first log call until the server holds the last record).
-Caller cost = the logging loop's time / records. The outage scenarios point at a closed
-port: agent_logging spools everything (``--outage-records``) while its RSS is sampled every
-50 ms; the baselines are measured with fewer records (a blocking handler pays a refused
-connection per record).
+lines/s = records / (time from the first log call until the server holds the last record);
+the server reports when it saw its count reached, on the machine-wide monotonic clock.
+Caller cost = the logging loop's time / records. The outage scenarios point at a closed port:
+agent_logging spools every record (``--outage-records``) while its RSS is sampled every
+50 ms; LokiHandler pays a refused connection per record, so it logs fewer; LokiQueueHandler
+queues what its listener has not yet failed to send.
 
-A per-record cost breakdown (pipeline, spool append, peek, entry mapping, protobuf, snappy,
-and the test server's own decode + store) explains the throughput figure.
+A per-record cost breakdown by stage (pipeline, spool append, peek, entry mapping,
+protobuf, snappy, and the test server's own decode + store) explains the throughput.
 
-Run: ``python -m benchmarks.ship [--records N] [--baseline-records N] [--outage-records N]
-[--quick] [--skip-baselines] [--skip-breakdown]``. Default runtime is about 1-2 minutes on 2
-cores; ``--quick`` cuts every count by 10.
+Run: ``python -m benchmarks.ship [--records N] [--quick] [--skip-baselines]
+[--skip-breakdown] [--json]``; ``--help`` lists every count. The default run takes
+about 1.5 minutes on 2 cores; ``--quick`` divides every count by 10.
 """
 
 from __future__ import annotations
@@ -56,92 +59,88 @@ IDS: Final = {
 }
 LABELS: Final = {"service": "bench", "layer": "node", "env": "prod"}
 PUSH_PATH: Final = "/loki/api/v1/push"
+BASELINES: Final = (("handler", "LokiHandler 0.3.1"), ("queue", "LokiQueueHandler 0.3.1"))
 
-# -- the measured children -------------------------------------------------------------------
+# -- the measured children (python -m benchmarks.ship --child SCENARIO) ------------------------
 
 
 def _emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def _await_finish() -> None:
-    # The parent says "finish" once the server holds every record (or gave up waiting).
-    sys.stdin.readline()
+def _timed_chunks(
+    call: Callable[[int], object], records: int, chunks: int = 10
+) -> tuple[list[float], list[int]]:
+    """Call ``call(i)`` for every i, in ``chunks`` slices.
 
-
-def _configure_durable(url: str, spool_dir: str) -> Any:
-    import agent_logging
-
-    agent_logging.configure(
-        **LABELS,
-        output="none",
-        capture_stdlib=False,
-        loki_url=url,
-        spool_dir=spool_dir,
-        spool_fsync="batch",
-        health_interval_s=0,  # no self-records: the server must hold exactly our records
-    )
-    agent_logging.bind(**IDS)
-    return agent_logging.get_logger("bench")
-
-
-def _timed_chunks(call: Callable[[int], None], records: int, chunks: int) -> list[float]:
-    """Run ``call(i)`` for every i, returning the µs/call of each of ``chunks`` slices."""
-    size = max(1, records // chunks)
-    costs = []
+    Returns:
+        The µs per call of each slice, and the RSS (KiB) after each.
+    """
+    size = max(1, -(-records // chunks))
+    costs, rss = [], []
     for start in range(0, records, size):
         stop = min(records, start + size)
         began = time.perf_counter()
         for i in range(start, stop):
             call(i)
         costs.append((time.perf_counter() - began) / (stop - start) * 1e6)
-    return costs
+        rss.append(rss_kib())
+    return costs, rss
+
+
+def _log_and_report(call: Callable[[int], object], records: int) -> RssSampler:
+    """Log, report the timings, wait for the parent's ``finish`` (it waits on the server)."""
+    with RssSampler() as rss:
+        t0 = time.monotonic()
+        chunk_us, chunk_rss_kib = _timed_chunks(call, records)
+        t1 = time.monotonic()
+        _emit(phase="logged", t0=t0, t1=t1, chunk_us=chunk_us, chunk_rss_kib=chunk_rss_kib)
+        sys.stdin.readline()
+    return rss
 
 
 def child_durable(url: str, records: int) -> None:
-    """Log ``records`` through the durable path; report timings, then wait and shut down."""
+    """Log through the durable path; stay alive (shipping) until the parent says finish."""
     import agent_logging
 
     spool_dir = tempfile.mkdtemp(prefix="bench-ship-")
     try:
-        log = _configure_durable(url, spool_dir)
-        info = log.info
-        with RssSampler() as rss:
-            t0 = time.monotonic()
-            chunks = _timed_chunks(
-                lambda i: info("task claimed", task="reimage", attempt=i), records, 10
-            )
-            t1 = time.monotonic()
-            _emit(phase="logged", t0=t0, t1=t1, chunk_us=chunks)
-            _await_finish()
-        health = agent_logging.health()
-        agent_logging.shutdown(timeout_s=5.0)
-        _emit(
-            phase="done",
-            rss_start_kib=rss.start_kib,
-            rss_peak_kib=rss.peak_kib,
-            rss_end_kib=rss.end_kib,
-            health={k: v for k, v in health.items() if isinstance(v, int | float | str)},
+        agent_logging.configure(
+            LABELS["service"],
+            LABELS["layer"],
+            LABELS["env"],
+            output="none",
+            capture_stdlib=False,
+            loki_url=url,
+            spool_dir=spool_dir,
+            spool_fsync="batch",
+            health_interval_s=0,  # no self-records: the server must hold exactly ours
         )
+        agent_logging.bind(**IDS)
+        info = agent_logging.get_logger("bench").info
+        rss = _log_and_report(lambda i: info("task claimed", task="reimage", attempt=i), records)
+        health = agent_logging.health()
+        agent_logging.shutdown(timeout_s=2.0)
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
+    _emit(phase="done", rss=rss.figures(), health=health)
 
 
 def child_reference(records: int) -> None:
-    """The same log call with no sink at all: the pipeline's own cost, for reference."""
+    """The same log call with no sink at all: the pipeline's own cost."""
     import agent_logging
 
-    agent_logging.configure(**LABELS, output="none", capture_stdlib=False)
+    agent_logging.configure(
+        LABELS["service"], LABELS["layer"], LABELS["env"], output="none", capture_stdlib=False
+    )
     agent_logging.bind(**IDS)
     info = agent_logging.get_logger("bench").info
-    t0 = time.monotonic()
-    chunks = _timed_chunks(lambda i: info("task claimed", task="reimage", attempt=i), records, 10)
-    _emit(phase="logged", t0=t0, t1=time.monotonic(), chunk_us=chunks)
-    _emit(phase="done")
+    rss = _log_and_report(lambda i: info("task claimed", task="reimage", attempt=i), records)
+    _emit(phase="done", rss=rss.figures())
 
 
 class _JsonFormatter(logging.Formatter):
-    """The same fields agent_logging renders, for a like-for-like line."""
+    """The fields agent_logging renders, for a like-for-like line."""
 
     def format(self, record: logging.LogRecord) -> str:
         fields: dict[str, Any] = {
@@ -157,66 +156,78 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(fields)
 
 
-def child_handler(url: str, records: int, queued: bool) -> None:
-    """Log through python-logging-loki's LokiHandler (or LokiQueueHandler)."""
+def child_handler(url: str, records: int, *, queued: bool) -> None:
+    """Log through python-logging-loki's LokiHandler or LokiQueueHandler."""
     from queue import Queue
 
     import logging_loki
 
-    # A refused connection would print a traceback per record: measure the handler, not that.
+    # A refused connection would print a traceback per record: time the handler, not that.
     logging.raiseExceptions = False
     logger = logging.getLogger("bench")
     logger.propagate = False
     logger.setLevel(logging.INFO)
-    kwargs: dict[str, Any] = {
+    options: dict[str, Any] = {
         "url": url + PUSH_PATH,
         "tags": {"service_name": LABELS["service"], "layer": "node", "env": "prod"},
         "version": "1",
     }
-    handler: logging.Handler
     if queued:
-        handler = logging_loki.LokiQueueHandler(Queue(-1), **kwargs)
-        inner = handler.handler  # type: ignore[attr-defined]
-        inner.setFormatter(_JsonFormatter())
+        handler: logging.Handler = logging_loki.LokiQueueHandler(Queue(-1), **options)
+        handler.handler.setFormatter(_JsonFormatter())  # type: ignore[attr-defined]
     else:
-        handler = logging_loki.LokiHandler(**kwargs)
+        handler = logging_loki.LokiHandler(**options)
         handler.setFormatter(_JsonFormatter())
     logger.addHandler(handler)
     info = logger.info
-    with RssSampler() as rss:
-        t0 = time.monotonic()
-        chunks = _timed_chunks(
-            lambda i: info("task claimed", extra={**IDS, "task": "reimage", "attempt": i}),
-            records,
-            10,
-        )
-        t1 = time.monotonic()
-        _emit(phase="logged", t0=t0, t1=t1, chunk_us=chunks)
-        _await_finish()
-    _emit(
-        phase="done", rss_start_kib=rss.start_kib, rss_peak_kib=rss.peak_kib, rss_end_kib=rss.end_kib
+    rss = _log_and_report(
+        lambda i: info("task claimed", extra={**IDS, "task": "reimage", "attempt": i}), records
     )
-    # A queue listener may still be failing its way through an outage's backlog: leave it.
+    _emit(phase="done", rss=rss.figures())
+    # A queue listener may still be failing its way through an outage's backlog: leave now.
     os._exit(0)
 
 
 def child_breakdown(records: int) -> None:
-    """Per-record cost of each stage, timed one stage at a time in this process."""
+    """Per-record cost of each stage, one stage at a time, in this otherwise idle process."""
     import cramjam
 
     import agent_logging
-    from agent_logging._push import encode_protobuf, entry_from_record
-    from agent_logging._spool import Spool
+    from agent_logging import _state
+    from agent_logging._push import encode_protobuf, entries_from_records
+    from agent_logging._spool import Spool, SpooledRecord
     from tests.lokisim._http import _count_entries
     from tests.lokisim._limits import Limits
     from tests.lokisim._push import decode_push_body
     from tests.lokisim._store import Store
 
-    lines: list[tuple[int, bytes]] = []
+    stages: dict[str, float] = {}
+
+    def timed(name: str, run: Callable[[], object], count: int, repeats: int = 3) -> None:
+        best = float("inf")
+        for _ in range(repeats):
+            began = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - began)
+        stages[name] = best / count * 1e6
+
+    agent_logging.configure(
+        LABELS["service"], LABELS["layer"], LABELS["env"], output="none", capture_stdlib=False
+    )
+    agent_logging.bind(**IDS)
+    info = agent_logging.get_logger("bench").info
+
+    def log_all() -> None:
+        for i in range(records):
+            info("task claimed", task="reimage", attempt=i)
+
+    timed("log call, no sink: pipeline + render", log_all, records)
+
+    records_out: list[SpooledRecord] = []
 
     class Capture:
         def write(self, ts_ns: int, line: bytes, record: object) -> None:
-            lines.append((ts_ns, line))
+            records_out.append(SpooledRecord(ts_ns, line))
 
         def close(self, timeout_s: float) -> None:
             return None
@@ -224,86 +235,49 @@ def child_breakdown(records: int) -> None:
         def after_fork_in_child(self) -> None:
             return None
 
-    agent_logging.configure(**LABELS, output="none", capture_stdlib=False)
-    agent_logging.bind(**IDS)
-    info = agent_logging.get_logger("bench").info
-    stages: dict[str, float] = {}
-
-    def timed(name: str, run: Callable[[], object], count: int) -> None:
-        best = float("inf")
-        for _ in range(3):
-            began = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - began)
-        stages[name] = best / count * 1e6
-
-    def log_all() -> None:
-        for i in range(records):
-            info("task claimed", task="reimage", attempt=i)
-
-    timed("log call, no sink (pipeline + render)", log_all, records)
-    from agent_logging import _state
-
     pipeline = _state.pipeline
     if pipeline is None:
         raise RuntimeError("configure() left no pipeline")
-    object.__setattr__(pipeline, "sinks", (Capture(),))  # capture the rendered lines once
-    for i in range(records):
-        info("task claimed", task="reimage", attempt=i)
+    object.__setattr__(pipeline, "sinks", (Capture(),))  # the rendered lines, captured once
+    log_all()
     agent_logging.shutdown()
 
     spool_dir = tempfile.mkdtemp(prefix="bench-breakdown-")
     try:
-        counter = iter(range(1 << 30))
+        spools: list[Spool] = []
 
         def append_all() -> None:
-            spool = Spool.open(os.path.join(spool_dir, str(next(counter))), fsync="batch")
+            spool = Spool.open(os.path.join(spool_dir, str(len(spools))), fsync="batch")
+            spools.append(spool)
             append = spool.append
-            for ts_ns, line in lines:
-                append(ts_ns, line)
+            for record in records_out:
+                append(record.ts_ns, record.payload)
+
+        timed("spool append (one os.write)", append_all, len(records_out))
+
+        def peek_and_ack_all() -> None:
+            spool = spools.pop()
+            while (batch := spool.peek_batch(max_bytes=1 << 20)) is not None:
+                spool.ack(batch)
             spool.close()
 
-        timed("spool append", append_all, len(lines))
-        spool = Spool.open(os.path.join(spool_dir, "read"), fsync="batch")
-        for ts_ns, line in lines:
-            spool.append(ts_ns, line)
-
-        def peek_all() -> None:
-            position = None
-            while True:
-                batch = spool.peek_batch(max_records=10_000, max_bytes=1 << 20)
-                if batch is None or batch.start == position:
-                    break
-                position = batch.start
-                spool.ack(batch)
-
-        # Peek + ack until empty; the spool must be refilled for every repeat.
-        def refill_and_peek() -> None:
-            peek_all()
-
-        began = time.perf_counter()
-        peek_all()
-        stages["spool peek_batch + ack (batch fsync)"] = (
-            (time.perf_counter() - began) / len(lines) * 1e6
-        )
-        spool.close()
+        timed("spool peek_batch + ack, 1 MiB (fsync)", peek_and_ack_all, len(records_out))
     finally:
+        for spool in spools:
+            spool.close()
         shutil.rmtree(spool_dir, ignore_errors=True)
 
+    batch = records_out[:3000]  # about one 1 MiB batch
     defaults = {"service_name": "bench", "layer": "node", "env": "prod"}
-    batch_lines = lines[:3000]  # about one 1 MiB batch
 
-    def map_all() -> list[Any]:
-        return [
-            entry_from_record(ts, line, node_id_label=False, default_labels=defaults)
-            for ts, line in batch_lines
-        ]
+    def map_batch() -> list[Any]:
+        return entries_from_records(batch, node_id_label=False, default_labels=defaults)
 
-    timed("entry_from_record", map_all, len(batch_lines))
-    entries = map_all()
-    timed("encode_protobuf", lambda: encode_protobuf(entries), len(entries))
+    timed("entries_from_records (JSON -> entry)", map_batch, len(batch), 5)
+    entries = map_batch()
+    timed("encode_protobuf", lambda: encode_protobuf(entries), len(entries), 5)
     message = encode_protobuf(entries)
-    timed("snappy compress", lambda: cramjam.snappy.compress_raw(message), len(entries))
+    timed("snappy compress", lambda: cramjam.snappy.compress_raw(message), len(entries), 5)
     body = bytes(cramjam.snappy.compress_raw(message))
     headers = {"content-type": "application/x-protobuf"}
 
@@ -312,93 +286,12 @@ def child_breakdown(records: int) -> None:
 
     timed("test server: decode + validate + store", server_store, len(entries))
     timed(
-        "test server: second decode (request record)",
+        "test server: 2nd decode (request record)",
         lambda: _count_entries(headers, body),
         len(entries),
     )
-    _emit(phase="logged", stages=stages, line_bytes=len(lines[0][1]))
+    _emit(phase="logged", stages=stages, line_bytes=len(batch[0].payload))
     _emit(phase="done")
-
-
-# -- the orchestrator --------------------------------------------------------------------------
-
-
-def _run_child(
-    scenario: str, records: int, *, url: str = "", loki: LokiProcess | None = None
-) -> dict[str, Any]:
-    """Run one scenario in a fresh process; with ``loki``, wait for every record to arrive."""
-    command = [sys.executable, "-m", "benchmarks.ship", "--child", scenario]
-    command += ["--records", str(records), "--url", url]
-    process = subprocess.Popen(
-        command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    if process.stdin is None or process.stdout is None:
-        raise RuntimeError("no pipes to the child")
-    logged = json.loads(process.stdout.readline())
-    result: dict[str, Any] = {"records": records, **logged}
-    if loki is not None:
-        # Generous but bounded: 60 s plus 1 ms per record (the slowest baseline's pace).
-        reached = loki.wait_for(records, timeout_s=60.0 + records / 1000)
-        result["stored_at"] = reached
-        result["stored"] = loki.count()
-    process.stdin.write("finish\n")
-    process.stdin.flush()
-    result.update(json.loads(process.stdout.readline()))
-    process.wait(timeout=60)
-    return result
-
-
-def _rate(result: dict[str, Any]) -> float | None:
-    stored_at = result.get("stored_at")
-    if stored_at is None:
-        return None
-    return float(result["records"] / (stored_at - result["t0"]))
-
-
-def _caller_us(result: dict[str, Any]) -> float:
-    return float((result["t1"] - result["t0"]) / result["records"] * 1e6)
-
-
-def _fmt_rate(value: float | None) -> str:
-    return "not all stored" if value is None else f"{value:,.0f}"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000, help="agent_logging, Loki up")
-    parser.add_argument("--baseline-records", type=int, default=3_000)
-    parser.add_argument("--outage-records", type=int, default=500_000)
-    parser.add_argument("--outage-baseline-records", type=int, default=300)
-    parser.add_argument("--quick", action="store_true", help="every count divided by 10")
-    parser.add_argument("--skip-baselines", action="store_true")
-    parser.add_argument("--skip-breakdown", action="store_true")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--url", default="", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        _child(args.child, args.url, args.records)
-        return
-    if args.quick:
-        for name in ("records", "baseline_records", "outage_records", "outage_baseline_records"):
-            setattr(args, name, max(10, getattr(args, name) // 10))
-
-    print(f"shipping benchmark: {machine_note()}")
-    began = time.monotonic()
-    runs: dict[str, dict[str, Any]] = {}
-    with LokiProcess() as loki:
-        runs["ours"] = _run_child("durable", args.records, url=loki.url, loki=loki)
-    runs["reference"] = _run_child("reference", min(args.records, 100_000))
-    runs["ours_down"] = _run_child("durable", args.outage_records, url=closed_port_url())
-    if not args.skip_baselines:
-        for name, scenario in (("handler", "handler"), ("queue", "queue-handler")):
-            with LokiProcess() as loki:
-                runs[name] = _run_child(scenario, args.baseline_records, url=loki.url, loki=loki)
-            runs[f"{name}_down"] = _run_child(
-                scenario, args.outage_baseline_records, url=closed_port_url()
-            )
-    if not args.skip_breakdown:
-        runs["breakdown"] = _run_child("breakdown", min(args.records, 20_000))
-    _report(runs, time.monotonic() - began)
 
 
 def _child(scenario: str, url: str, records: int) -> None:
@@ -406,73 +299,156 @@ def _child(scenario: str, url: str, records: int) -> None:
         child_durable(url, records)
     elif scenario == "reference":
         child_reference(records)
-    elif scenario in ("handler", "queue-handler"):
-        child_handler(url, records, queued=scenario == "queue-handler")
+    elif scenario in ("handler", "queue"):
+        child_handler(url, records, queued=scenario == "queue")
     elif scenario == "breakdown":
         child_breakdown(records)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
 
 
+# -- the orchestrator --------------------------------------------------------------------------
+
+
+def _run(
+    scenario: str, records: int, *, url: str = "", loki: LokiProcess | None = None
+) -> dict[str, Any]:
+    """Run one scenario in a fresh process; with ``loki``, wait until it holds every record."""
+    command = [sys.executable, "-m", "benchmarks.ship", "--child", scenario]
+    command += ["--records", str(records), "--url", url]
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as process:
+        if process.stdin is None or process.stdout is None:
+            raise RuntimeError("no pipes to the child")
+        result: dict[str, Any] = {"records": records, **json.loads(process.stdout.readline())}
+        if loki is not None:
+            # Bounded: 30 s plus 1 ms a record (LokiHandler's pace is about 2 ms a record).
+            result["stored_at"] = loki.wait_for(records, timeout_s=30.0 + records / 1000)
+            result["stored"] = loki.count()
+        process.stdin.write("finish\n")
+        process.stdin.flush()
+        result.update(json.loads(process.stdout.readline()))
+    return result
+
+
+def _rate(run: dict[str, Any]) -> float | None:
+    stored_at = run.get("stored_at")
+    return None if stored_at is None else float(run["records"] / (stored_at - run["t0"]))
+
+
+def _caller_us(run: dict[str, Any]) -> float:
+    return float((run["t1"] - run["t0"]) / run["records"] * 1e6)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000, help="agent_logging, Loki up")
+    parser.add_argument("--baseline-records", type=int, default=3_000, help="baselines, Loki up")
+    parser.add_argument("--outage-records", type=int, default=500_000, help="agent_logging")
+    parser.add_argument("--outage-handler-records", type=int, default=300, help="LokiHandler")
+    parser.add_argument("--outage-queue-records", type=int, default=100_000, help="queue handler")
+    parser.add_argument("--quick", action="store_true", help="divide every count by 10")
+    parser.add_argument("--skip-baselines", action="store_true")
+    parser.add_argument("--skip-breakdown", action="store_true")
+    parser.add_argument("--json", action="store_true", help="also print the raw results")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--url", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.url, args.records)
+        return
+    counts = ["records", "baseline_records", "outage_records"]
+    counts += ["outage_handler_records", "outage_queue_records"]
+    if args.quick:
+        for name in counts:
+            setattr(args, name, max(10, getattr(args, name) // 10))
+
+    print(f"python -m benchmarks.ship {' '.join(sys.argv[1:])}".rstrip())
+    print(f"machine: {machine_note()}")
+    began = time.monotonic()
+    runs: dict[str, dict[str, Any]] = {}
+    with LokiProcess() as loki:
+        runs["ours"] = _run("durable", args.records, url=loki.url, loki=loki)
+    with LokiProcess(sink=True) as sink:
+        runs["ours_sink"] = _run("durable", args.records, url=sink.url, loki=sink)
+    runs["reference"] = _run("reference", min(args.records, 100_000))
+    runs["ours_down"] = _run("durable", args.outage_records, url=closed_port_url())
+    if not args.skip_baselines:
+        for key, outage in (
+            ("handler", "outage_handler_records"),
+            ("queue", "outage_queue_records"),
+        ):
+            with LokiProcess() as loki:
+                runs[key] = _run(key, args.baseline_records, url=loki.url, loki=loki)
+            runs[f"{key}_down"] = _run(key, getattr(args, outage), url=closed_port_url())
+    if not args.skip_breakdown:
+        runs["breakdown"] = _run("breakdown", min(args.records, 20_000))
+    _report(runs, time.monotonic() - began)
+    if args.json:
+        print(json.dumps(runs))
+
+
 def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
     ours = runs["ours"]
     ours_rate = _rate(ours)
-    print(f"\nsustained lines/s into the test server (separate process), {elapsed_s:.0f} s run")
-    print(f"  {'':<34} {'records':>8} {'lines/s':>14} {'ours/this':>10}")
-    rows = [("agent_logging (spool, fsync=batch)", ours)]
-    rows += [(label, runs[key]) for key, label in _BASELINES if key in runs]
+    print(f"\n1. sustained lines/s, one logging thread ({elapsed_s:.0f} s for the whole run)")
+    print(f"  {'':<44} {'records':>8} {'lines/s':>9} {'ours/this':>9}")
+    rows = [
+        ("agent_logging -> test server", ours),
+        ("agent_logging -> counting sink (client bound)", runs["ours_sink"]),
+    ]
+    rows += [(f"{label} -> test server", runs[key]) for key, label in BASELINES if key in runs]
     for label, run in rows:
         rate = _rate(run)
-        ratio = f"{ours_rate / rate:.1f}x" if ours_rate and rate else "-"
-        print(f"  {label:<34} {run['records']:>8,} {_fmt_rate(rate):>14} {ratio:>10}")
-    lag = (ours["stored_at"] - ours["t1"]) if ours.get("stored_at") else None
-    if lag is not None:
-        print(f"  agent_logging: last record stored {lag:.2f} s after the last log call")
+        shown = "timeout" if rate is None else f"{rate:,.0f}"
+        ratio = f"{ours_rate / rate:.1f}x" if ours_rate and rate else ""
+        print(f"  {label:<44} {run['records']:>8,} {shown:>9} {ratio:>9}")
+    for label, run in rows[:2]:
+        if run.get("stored_at") is not None:
+            print(
+                f"  {label}: logging took {run['t1'] - run['t0']:.2f} s, the last record was "
+                f"stored {run['stored_at'] - run['t1']:.2f} s after the last call"
+            )
 
-    print("\ncaller cost per log call (µs; loop time / records)")
-    print(f"  {'':<34} {'Loki up':>10} {'Loki down':>10} {'down/up':>8}")
-    reference = runs["reference"]
-    print(f"  {'agent_logging, no sink (reference)':<34} {_caller_us(reference):>10.1f}")
-    pairs = [("agent_logging (spool)", "ours", "ours_down")]
-    pairs += [(label, key, f"{key}_down") for key, label in _BASELINES if key in runs]
-    for label, up_key, down_key in pairs:
-        up, down = _caller_us(runs[up_key]), _caller_us(runs[down_key])
-        print(f"  {label:<34} {up:>10.1f} {down:>10.1f} {down / up:>8.2f}")
-    chunks = runs["ours_down"]["chunk_us"]
+    print("\n2. caller cost per log call (µs: the logging loop's time / records)")
+    print(f"  {'':<44} {'Loki up':>8} {'down':>8} {'down/up':>8}")
     print(
-        "  agent_logging, Loki down, per tenth of the run: "
-        + " ".join(f"{c:.1f}" for c in chunks)
+        f"  {'agent_logging, no sink at all (reference)':<44} {_caller_us(runs['reference']):>8.1f}"
     )
+    pairs = [("agent_logging (spool)", "ours")]
+    pairs += [(label, key) for key, label in BASELINES if key in runs]
+    for label, key in pairs:
+        up, down = _caller_us(runs[key]), _caller_us(runs[f"{key}_down"])
+        print(f"  {label:<44} {up:>8.1f} {down:>8.1f} {down / up:>8.2f}")
+    tenths = " ".join(f"{cost:.1f}" for cost in runs["ours_down"]["chunk_us"])
+    print(f"  agent_logging, Loki down, µs/call by tenth of the run: {tenths}")
 
-    down = runs["ours_down"]
-    print(f"\nRSS while Loki is down ({down['records']:,} records logged, KiB)")
-    print(f"  {'':<34} {'start':>9} {'peak':>9} {'end':>9} {'peak-start':>11}")
-    rss_rows = [("agent_logging (spool)", down)]
-    rss_rows += [(label, runs[f"{key}_down"]) for key, label in _BASELINES if key in runs]
+    print("\n3. RSS of the logging process while Loki is down (MiB, sampled every 50 ms)")
+    print(f"  {'':<44} {'records':>8} {'start':>7} {'peak':>7} {'end':>7} {'growth':>7}")
+    rss_rows = [("agent_logging (spool)", runs["ours_down"])]
+    rss_rows += [(label, runs[f"{key}_down"]) for key, label in BASELINES if key in runs]
     for label, run in rss_rows:
-        grow = run["rss_peak_kib"] - run["rss_start_kib"]
+        rss = {k: v / 1024 for k, v in run["rss"].items() if k.endswith("_kib")}
+        growth = rss["peak_kib"] - rss["start_kib"]
         print(
-            f"  {label + ' (' + format(run['records'], ',') + ')':<34} {run['rss_start_kib']:>9,}"
-            f" {run['rss_peak_kib']:>9,} {run['rss_end_kib']:>9,} {grow:>11,}"
+            f"  {label:<44} {run['records']:>8,} {rss['start_kib']:>7.1f} "
+            f"{rss['peak_kib']:>7.1f} {rss['end_kib']:>7.1f} {growth:>7.1f}"
         )
-    health = down.get("health", {})
+    tenths = " ".join(f"{kib / 1024:.1f}" for kib in runs["ours_down"]["chunk_rss_kib"])
+    print(f"  agent_logging, MiB after each tenth of the run: {tenths}")
+    health = runs["ours_down"]["health"]
     print(
-        f"  agent_logging spool at the end: {health.get('spool_records', '?'):,} records, "
-        f"{health.get('spool_bytes', 0) / 2**20:.0f} MiB, dropped {health.get('dropped', '?')}"
+        f"  agent_logging spooled {health['spool_records']:,} records "
+        f"({health['spool_bytes'] / 2**20:.0f} MiB on disk), dropped {health['dropped']}"
     )
 
     if "breakdown" in runs:
         breakdown = runs["breakdown"]
-        print(f"\nper-record cost by stage (µs, {breakdown['line_bytes']}-byte lines, best of 3)")
+        print(f"\n4. cost per record by stage (µs, {breakdown['line_bytes']}-byte lines, best run)")
         for stage, cost in breakdown["stages"].items():
-            print(f"  {stage:<44} {cost:>7.2f}")
-    print()
-    print(json.dumps({k: v for k, v in runs.items()}, default=str))
-
-
-_BASELINES: Final = (("handler", "LokiHandler (0.3.1)"), ("queue", "LokiQueueHandler (0.3.1)"))
+            print(f"  {stage:<44} {cost:>8.2f}")
 
 
 if __name__ == "__main__":
-    _ = rss_kib  # re-exported for interactive use
     main()

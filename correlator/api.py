@@ -118,7 +118,8 @@ def create_app(
         given = [(k, v) for k, v in request.query_params.items() if k in IDENTIFIER_KEYS]
         if len(given) != 1:
             raise QueryError(
-                f"give exactly one identifier: ?KEY=VALUE with KEY one of {', '.join(IDENTIFIER_KEYS)}"
+                "give exactly one identifier: ?KEY=VALUE with KEY one of "
+                + ", ".join(IDENTIFIER_KEYS)
             )
         return incident.check_seed(*given[0])
 

@@ -57,9 +57,12 @@ def _progress_factory(enabled: bool) -> Any:
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     progress = Progress(
-        "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-        TransferSpeedColumn(), transient=True,
-    )  # fmt: skip
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+    )
 
     def for_file(path: Path, size: int) -> Any:
         if not progress.live.is_started:

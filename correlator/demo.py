@@ -89,6 +89,12 @@ def _sql_comment(**ids: str) -> str:
     return "/*" + ",".join(f"{k}='{v}'" for k, v in sorted(ids.items())) + "*/"
 
 
+def _statement(state: str, allocation: str, **ids: str) -> str:
+    """A ``log_min_duration_statement`` line for an UPDATE carrying a sqlcommenter comment."""
+    update = f"UPDATE allocations SET state = '{state}' WHERE id = '{allocation}'"  # noqa: S608 - log text, never run
+    return f"duration: 1.204 ms  statement: {update} {_sql_comment(**ids)}"
+
+
 def _request(
     w: _Writer,
     rng: random.Random,
@@ -212,7 +218,9 @@ def _healthy(
             "dbname": "provisioning",
             "pid": 4242,
             "error_severity": "LOG",
-            "message": f"duration: 1.204 ms  statement: UPDATE allocations SET state = 'provisioning' WHERE id = '{allocation}' {_sql_comment(allocation_id=allocation, workflow_id=workflow)}",
+            "message": _statement(
+                "provisioning", allocation, allocation_id=allocation, workflow_id=workflow
+            ),
             "application_name": "workflow-worker",
             "backend_type": "client backend",
         },
@@ -321,20 +329,34 @@ def _job(
 ) -> dict[str, Any]:
     if provider == "aap":
         return {
-            "id": job_id, "type": "job", "name": "provision-baremetal", "status": status,
-            "created": rfc3339_ns(created), "started": rfc3339_ns(started),
+            "id": job_id,
+            "type": "job",
+            "name": "provision-baremetal",
+            "status": status,
+            "created": rfc3339_ns(created),
+            "started": rfc3339_ns(started),
             "finished": rfc3339_ns(finished) if finished else None,
-            "elapsed": round(((finished or started) - started) / _S, 3), "failed": status in ("failed", "error"),
-            "job_explanation": "Job was canceled by the provisioning operator" if status == "canceled" else "",
-            "launch_type": "manual", "job_template": 12,
-            "extra_vars": orjson.dumps({"allocation_id": allocation, "workflow_id": workflow}).decode(),
-        }  # fmt: skip
+            "elapsed": round(((finished or started) - started) / _S, 3),
+            "failed": status in ("failed", "error"),
+            "job_explanation": "Job was canceled by the provisioning operator"
+            if status == "canceled"
+            else "",
+            "launch_type": "manual",
+            "job_template": 12,
+            "extra_vars": orjson.dumps(
+                {"allocation_id": allocation, "workflow_id": workflow}
+            ).decode(),
+        }
     return {
-        "id": job_id, "name": f"provision-{allocation}", "status": status, "activation_id": 3,
-        "started_at": rfc3339_ns(started), "ended_at": rfc3339_ns(finished) if finished else None,
+        "id": job_id,
+        "name": f"provision-{allocation}",
+        "status": status,
+        "activation_id": 3,
+        "started_at": rfc3339_ns(started),
+        "ended_at": rfc3339_ns(finished) if finished else None,
         "created_at": rfc3339_ns(created),
         "extra_vars": orjson.dumps({"allocation_id": allocation, "workflow_id": workflow}).decode(),
-    }  # fmt: skip
+    }
 
 
 def write_evidence(directory: Path, *, now_ns: int, seed: int = 7) -> list[tuple[str, Path]]:
@@ -437,7 +459,12 @@ def _failing(w: _Writer, rng: random.Random, t: int) -> None:
     failed_at = t + int(2.05 * _S)
     w.line(
         "nginx-error.log",
-        f'{_nginx_error_time(failed_at)} [error] 2211#2211: *4711 SSL_do_handshake() failed (SSL: error:0A000086:SSL routines::certificate verify failed:certificate has expired) while SSL handshaking to upstream, client: 10.20.0.7, server: agents.provisioning.local, request: "POST /v1/nodes/{node}/deploy HTTP/1.1", upstream: "https://10.30.0.17:9443/v1/nodes/{node}/deploy", host: "agents.provisioning.local"',
+        f"{_nginx_error_time(failed_at)} [error] 2211#2211: *4711 SSL_do_handshake() failed "
+        "(SSL: error:0A000086:SSL routines::certificate verify failed:certificate has expired) "
+        "while SSL handshaking to upstream, client: 10.20.0.7, server: agents.provisioning.local, "
+        f'request: "POST /v1/nodes/{node}/deploy HTTP/1.1", '
+        f'upstream: "https://10.30.0.17:9443/v1/nodes/{node}/deploy", '
+        'host: "agents.provisioning.local"',
     )
     w.json(
         "nginx-access.log",
@@ -504,7 +531,13 @@ def _failing(w: _Writer, rng: random.Random, t: int) -> None:
             "dbname": "provisioning",
             "pid": 4243,
             "error_severity": "LOG",
-            "message": f"duration: 0.981 ms  statement: UPDATE allocations SET state = 'provision_failed' WHERE id = '{allocation}' {_sql_comment(allocation_id=allocation, correlation_id=correlation, workflow_id=workflow)}",
+            "message": _statement(
+                "provision_failed",
+                allocation,
+                allocation_id=allocation,
+                correlation_id=correlation,
+                workflow_id=workflow,
+            ),
             "application_name": "workflow-worker",
             "backend_type": "client backend",
         },
@@ -572,7 +605,8 @@ def _stuck(w: _Writer, rng: random.Random, t: int) -> None:
             node_instance_id="ni-9",
             error={
                 "type": "subprocess.CalledProcessError",
-                "message": "Command '['blkdiscard', '/dev/nvme0n1']' returned non-zero exit status 1.",
+                "message": "Command '['blkdiscard', '/dev/nvme0n1']' returned non-zero exit "
+                "status 1.",
                 "owner_layer": "node",
                 "chain": [],
             },
@@ -634,14 +668,28 @@ def _drifting(w: _Writer, rng: random.Random, t: int, now_ns: int) -> None:
         (t + 10 * _S, "Running", "job 4711 running"),
         (now_ns - 5 * 60 * _S, "Running", "job 4711 running"),
     ):
-        items.append({
-            "apiVersion": "provisioning.example.com/v1", "kind": "ProvisionRequest",
-            "metadata": {"name": f"prov-{allocation}", "namespace": "tenants", "resourceVersion": str(snapshot_ns // _S),
-                         "creationTimestamp": rfc3339_ns(t)[:19] + "Z",
-                         "labels": {"provisioning.example.com/allocation-id": allocation}},
-            "spec": {"nodeId": node},
-            "status": {"provisionJob": {"id": str(job_id), "state": state, "message": message, "lastTransitionTime": rfc3339_ns(snapshot_ns)}},
-        })  # fmt: skip
+        items.append(
+            {
+                "apiVersion": "provisioning.example.com/v1",
+                "kind": "ProvisionRequest",
+                "metadata": {
+                    "name": f"prov-{allocation}",
+                    "namespace": "tenants",
+                    "resourceVersion": str(snapshot_ns // _S),
+                    "creationTimestamp": rfc3339_ns(t)[:19] + "Z",
+                    "labels": {"provisioning.example.com/allocation-id": allocation},
+                },
+                "spec": {"nodeId": node},
+                "status": {
+                    "provisionJob": {
+                        "id": str(job_id),
+                        "state": state,
+                        "message": message,
+                        "lastTransitionTime": rfc3339_ns(snapshot_ns),
+                    }
+                },
+            }
+        )
     w.line(
         "k8s-provisionrequests.json",
         orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}).decode(),
@@ -654,10 +702,9 @@ def build(db_path: Path, *, now_ns: int, seed: int = 7) -> dict[str, Any]:
     from correlator.store import IngestResult, Store
 
     total = IngestResult()
-    with tempfile.TemporaryDirectory(prefix="correlator-demo-") as tmp:
-        with Store(db_path) as store:
-            for kind, path in write_evidence(Path(tmp), now_ns=now_ns, seed=seed):
-                total.add(ingest_paths(store, kind, [path]))
+    with tempfile.TemporaryDirectory(prefix="correlator-demo-") as tmp, Store(db_path) as store:
+        for kind, path in write_evidence(Path(tmp), now_ns=now_ns, seed=seed):
+            total.add(ingest_paths(store, kind, [path]))
     return total.as_dict()
 
 
@@ -673,7 +720,8 @@ def run(args: argparse.Namespace) -> int:
     now_ns = time.time_ns()
     summary = build(db_path, now_ns=now_ns, seed=args.seed)
     print(
-        f"demo: ingested {summary['accepted']} events into {db_path} ({summary['rejected']} rejected)\n",
+        f"demo: ingested {summary['accepted']} events into {db_path} "
+        f"({summary['rejected']} rejected)\n",
         file=sys.stderr,
     )
     with Store(db_path) as store:
@@ -686,7 +734,8 @@ def run(args: argparse.Namespace) -> int:
     if args.no_serve:
         return 0
     print(
-        f"\nopen http://{args.host}:{args.port}/ (timeline JSON: /v1/timeline?allocation_id={FAILING_ALLOCATION}); Ctrl-C stops",
+        f"\nopen http://{args.host}:{args.port}/ (timeline JSON: "
+        f"/v1/timeline?allocation_id={FAILING_ALLOCATION}); Ctrl-C stops",
         file=sys.stderr,
     )
     from correlator.cli import main

@@ -22,17 +22,20 @@ the finding; events without ``state_to`` are not transitions):
   state differs from :data:`PROJECTION_STATES` of its provider job's state. The job is found
   by ``attrs["job_id"]`` (``aap:4711``, ``eda:12`` or bare ``4711``) against the job's
   ``entity_id`` (prefix and bare id compared separately); without ``job_id``, by a shared
-  ``workflow_id``, else ``allocation_id``, taking the newest such job. Ambiguous or unknown
-  job states are not judged. Since: the first moment both sides were known and disagreed in
-  the current unbroken run of disagreement. Age is measured to the projection's latest event
-  if it came after that moment (its latest snapshot still disagrees), else to ``now_ns`` (the
-  projection never updated since; the summary says which).
+  ``workflow_id``, else ``allocation_id``, taking the newest such job. An ambiguous job id
+  (``12`` naming both ``aap:12`` and ``eda:12`` with no shared id to settle it) or a job
+  state absent from the table is not judged. Since: the first moment both sides were known
+  and disagreed, in the current unbroken run of disagreement (usually the job's change).
+  Age: to the projection's latest event if that came later (its latest snapshot still
+  disagrees), else to ``now_ns`` (it never updated since); the summary says which.
 - ``vm_orphaned`` (orphan): a projection whose latest event is a deletion (``attrs["deleted"]``
   true or state ``Deleting``) made while provisioning was under way (judged, in this order,
   by its provider job's state being in :data:`ACTIVE_JOB_STATES`, else the allocation's state
   being in :data:`PROVISIONING_STATES`, else the projection's previous state not being in
-  :data:`FINISHED_PROJECTION_STATES`), and a ``vm`` entity sharing its ``allocation_id`` or
-  ``workflow_id`` whose latest state is not in :data:`VM_GONE_STATES`. Since: the deletion.
+  :data:`FINISHED_PROJECTION_STATES`), and an entity of kind ``vm`` (any layer) sharing a
+  ``workflow_id`` or ``allocation_id`` with the projection or its job, whose latest state is
+  not in :data:`VM_GONE_STATES`. The finding is about the VM. Since: the deletion; age: to
+  ``now_ns``.
 
 Thresholds: a finding is raised when its age is *strictly greater* than its threshold; an age
 equal to the threshold is not a finding. Ages and thresholds are compared in integer
@@ -52,7 +55,9 @@ JSON shape of :meth:`Finding.as_dict`::
 
 ``ids`` holds the identifiers of :data:`~correlator.model.IDENTIFIER_KEYS` known for the
 entity (latest value wins); ``evidence`` the content hashes of the events that prove the
-finding: the one that entered the bad state first, the latest that shows it unchanged.
+finding: first the one that entered the bad state, then, oldest first, the latest that show
+it unchanged (for ``release_failed_stuck`` also the latest that said ``occupancy=cleanup``;
+for drift, the job's latest and the projection's latest).
 """
 
 from __future__ import annotations
@@ -245,12 +250,15 @@ def _trailing(events: Sequence[Event], bad: Callable[[Event], bool]) -> list[Eve
 
 def _ids(*groups: Iterable[Event], **known: str | None) -> dict[str, str]:
     """Identifiers known for these events, the latest value of each key winning."""
+    latest: dict[str, tuple[tuple[int, int], str]] = {}
+    for group in groups:
+        for event in group:
+            for key in IDENTIFIER_KEYS:
+                value = getattr(event, key)
+                if value and (key not in latest or latest[key][0] <= _order(event)):
+                    latest[key] = (_order(event), value)
     ids = {k: v for k, v in known.items() if v}
-    for event in sorted((e for group in groups for e in group), key=_order):
-        for key in IDENTIFIER_KEYS:
-            value = getattr(event, key)
-            if value:
-                ids[key] = value
+    ids.update((key, value) for key, (_, value) in latest.items())
     return {key: ids[key] for key in IDENTIFIER_KEYS if key in ids}
 
 
@@ -312,22 +320,27 @@ class _Judge:
         )
 
 
+_LINK_KEYS: Final = ("workflow_id", "allocation_id")
+
+
+def _links(events: Iterable[Event]) -> set[tuple[str, str]]:
+    """The (key, value) pairs of the workflow and allocation ids these events name."""
+    return {(key, value) for e in events for key in _LINK_KEYS if (value := getattr(e, key))}
+
+
 @dataclass
 class _Job:
     entity_id: str
     provider: str | None
     bare_id: str
     events: list[Event]
-    workflow_ids: set[str]
-    allocation_ids: set[str]
+    links: set[tuple[str, str]]
 
     @property
     def label(self) -> str:
-        return (
-            f"{self.provider.upper()} job {self.bare_id}"
-            if self.provider
-            else (f"provider job {self.entity_id}")
-        )
+        if self.provider:
+            return f"{self.provider.upper()} job {self.bare_id}"
+        return f"provider job {self.entity_id}"
 
 
 def _split_job_id(raw: str) -> tuple[str | None, str]:
@@ -371,7 +384,24 @@ class _Index:
         self.outboxes = groups["outbox"]
         self.projections = groups["projection"]
         self.vms = groups["vm"]
-        self.jobs = [self._job(key[1], evs) for key, evs in groups["provider_job"].items()]
+        self._job_of: dict[tuple[str, str], _Job | None] = {}
+        # Indexes, so that matching stays linear in the number of entities.
+        self.jobs_by_id: dict[str, list[_Job]] = defaultdict(list)
+        self.jobs_by_link: dict[tuple[str, str], list[_Job]] = defaultdict(list)
+        for (_, entity_id), job_events in groups["provider_job"].items():
+            job = self._job(entity_id, job_events)
+            self.jobs_by_id[job.bare_id].append(job)
+            for link in job.links:
+                self.jobs_by_link[link].append(job)
+        self.vms_by_link: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        for key, vm_events in self.vms.items():
+            for link in _links(vm_events):
+                self.vms_by_link[link].append(key)
+
+    @property
+    def jobs(self) -> list[_Job]:
+        """Every provider job, each once."""
+        return [job for jobs in self.jobs_by_id.values() for job in jobs]
 
     @staticmethod
     def _job(entity_id: str, events: list[Event]) -> _Job:
@@ -382,31 +412,34 @@ class _Index:
             provider=prefix or (str(provider).lower() if provider else None),
             bare_id=bare,
             events=events,
-            workflow_ids={e.workflow_id for e in events if e.workflow_id},
-            allocation_ids={e.allocation_id for e in events if e.allocation_id},
+            links=_links(events),
         )
 
-    def job_for(self, projection: Sequence[Event]) -> _Job | None:
+    def job_for(self, key: tuple[str, str]) -> _Job | None:
         """The provider job a projection shows, or None when unknown or ambiguous."""
+        if key not in self._job_of:
+            self._job_of[key] = self._match(self.projections[key])
+        return self._job_of[key]
+
+    def _match(self, projection: Sequence[Event]) -> _Job | None:
         ids = _ids(projection)
-        wf, alloc = ids.get("workflow_id"), ids.get("allocation_id")
+        links = {(key, ids[key]) for key in _LINK_KEYS if key in ids}
         job_id = _latest_attr(projection, "job_id")
         if job_id is not None:
             prefix, bare = _split_job_id(str(job_id))
             found = [
                 j
-                for j in self.jobs
-                if j.bare_id == bare and (prefix is None or j.provider in (prefix, None))
+                for j in self.jobs_by_id.get(bare, [])
+                if prefix is None or j.provider in (prefix, None)
             ]
             if len(found) > 1:
-                found = [j for j in found if wf in j.workflow_ids or alloc in j.allocation_ids]
+                found = [j for j in found if j.links & links]
             return found[0] if len(found) == 1 else None
-        for value, attr in ((wf, "workflow_ids"), (alloc, "allocation_ids")):
-            if value:
-                found = [j for j in self.jobs if value in getattr(j, attr)]
-                if found:
-                    # A retried workflow has several jobs; its projection follows the newest.
-                    return max(found, key=lambda j: _order(j.events[0]))
+        for key in _LINK_KEYS:
+            found = self.jobs_by_link.get((key, ids.get(key, "")), [])
+            if found:
+                # A retried workflow has several jobs; its projection follows the newest.
+                return max(found, key=lambda j: _order(j.events[0]))
         return None
 
 
@@ -436,7 +469,8 @@ def _release_failed(index: _Index, judge: _Judge) -> Iterable[Finding]:
                 f"allocation {allocation} has been release_failed with occupancy=cleanup for "
                 f"{_human(age_ns / 1e9)} (deadline {_human(deadline_s)}){fenced}"
             ),
-            evidence=_evidence(run[0], max((run[-1], occupancy[-1]), key=_order)),
+            # Entry into the state, the occupancy that makes it stuck, the latest repeat.
+            evidence=_evidence(*sorted((run[0], occupancy[-1], run[-1]), key=_order)),
         )
 
 
@@ -509,12 +543,12 @@ def _label(kind: str) -> str:
 def _drift(index: _Index, judge: _Judge) -> Iterable[Finding]:
     threshold_s = judge.config.drift_threshold_s
     for (kind, name), events in index.projections.items():
-        shown_events = _transitions(events)
-        job = index.job_for(events)
+        job = index.job_for((kind, name))
         # A deleted projection shows nothing any more: vm_orphaned judges it instead.
         marked = [e for e in events if e.state_to or _deleted(e)]
-        if not shown_events or _deleted(marked[-1]) or job is None:
+        if not marked or _deleted(marked[-1]) or job is None:
             continue
+        shown_events = [e for e in marked if not _deleted(e)]
         job_events = _transitions(job.events)
         merged = sorted(
             [(e, True) for e in job_events] + [(e, False) for e in shown_events],
@@ -566,7 +600,7 @@ def _drift(index: _Index, judge: _Judge) -> Iterable[Finding]:
             threshold_s=threshold_s,
             ids=_ids(events, job.events),
             summary=f"{head} ({measure}; threshold {_human(threshold_s)})",
-            evidence=_evidence(began, truth, shown),
+            evidence=_evidence(began, *sorted((truth, shown), key=_order)),
         )
 
 
@@ -576,8 +610,9 @@ def _state_at(events: Sequence[Event], moment: Event) -> str | None:
     return _state(before[-1]) if before else None
 
 
-def _provisioning_at(index: _Index, events: Sequence[Event], deletion: Event) -> bool:
-    job = index.job_for(events)
+def _provisioning_at(index: _Index, key: tuple[str, str], deletion: Event) -> bool:
+    events = index.projections[key]
+    job = index.job_for(key)
     if job is not None and (state := _state_at(_transitions(job.events), deletion)):
         return state in ACTIVE_JOB_STATES
     allocation = _ids(events).get("allocation_id")
@@ -591,28 +626,23 @@ def _provisioning_at(index: _Index, events: Sequence[Event], deletion: Event) ->
 
 def _orphans(index: _Index, judge: _Judge) -> Iterable[Finding]:
     grace_s = judge.config.orphan_grace_s
-    vms = [(key, evs, _ids(evs), _transitions(evs)) for key, evs in index.vms.items()]
     reported: set[tuple[str, str]] = set()
     for (kind, name), events in index.projections.items():
         # A deletion may be a snapshot without a status (only a deletionTimestamp).
         run = _trailing([e for e in events if e.state_to or _deleted(e)], _deleted)
-        if not run or not _provisioning_at(index, events, run[0]):
+        if not run or not _provisioning_at(index, (kind, name), run[0]):
             continue
         deletion = run[0]
-        job = index.job_for(events)
-        linked = {
-            (key, value)
-            for source in (_ids(events), _ids(job.events) if job else {})
-            for key, value in source.items()
-            if key in ("allocation_id", "workflow_id")
-        }
-        for (vm_kind, vm), vm_events, vm_ids, vm_states in vms:
-            if not linked.intersection(vm_ids.items()) or not vm_states:
+        job = index.job_for((kind, name))
+        linked = _links(events) | (job.links if job else set())
+        candidates = sorted({vm for link in linked for vm in index.vms_by_link.get(link, [])})
+        for vm_kind, vm in candidates:
+            vm_events = index.vms[(vm_kind, vm)]
+            vm_states = _transitions(vm_events)
+            if not vm_states or _state(vm_states[-1]) in VM_GONE_STATES:
                 continue
             age_ns = judge.over(deletion.ts_ns, grace_s)
-            if age_ns is None or _state(vm_states[-1]) in VM_GONE_STATES:
-                continue
-            if (vm_kind, vm) in reported:
+            if age_ns is None or (vm_kind, vm) in reported:
                 continue
             reported.add((vm_kind, vm))
             yield judge.make(

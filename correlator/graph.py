@@ -175,11 +175,17 @@ def expand(
                     parents[parent_key] = Parent(other, parent_value, key, ())
                 expansion.links.append(
                     LinkUse(
-                        key, value, other, values, kind, events, True,
+                        key,
+                        value,
+                        other,
+                        values,
+                        kind,
+                        events,
+                        True,
                         f"parent: {other} is shared by other {key} values; its own events are "
                         "included inside the time window, its other children are not",
                     )
-                )  # fmt: skip
+                )
                 continue
             expansion.links.append(LinkUse(key, value, other, values, kind, events, True, kind))
             for far in values:

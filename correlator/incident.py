@@ -54,10 +54,25 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     if corrected_ns is not None and corrected_ns != event.ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
     for name in (
-        "layer", "source", "service", "level", "message", *IDENTIFIER_KEYS, "trace_id",
-        "span_id", "http_method", "http_path", "http_status", "duration_s", "owner_hint",
-        "error_type", "entity_kind", "entity_id", "state_from", "state_to",
-    ):  # fmt: skip
+        "layer",
+        "source",
+        "service",
+        "level",
+        "message",
+        *IDENTIFIER_KEYS,
+        "trace_id",
+        "span_id",
+        "http_method",
+        "http_path",
+        "http_status",
+        "duration_s",
+        "owner_hint",
+        "error_type",
+        "entity_kind",
+        "entity_id",
+        "state_from",
+        "state_to",
+    ):
         value = getattr(event, name)
         if value is not None:
             shown[name] = value

@@ -95,8 +95,27 @@ def ingest_lines(
             result.add(store.insert_columns(columns))
             result.add(store.insert_rejects(rejects))
         return result
-    link = getattr(module, "link_errors_to_access", None)
-    return ingest_items(store, module.parse(lines, origin), link=link, batch_events=batch_events)
+    result = ingest_items(store, module.parse(lines, origin), batch_events=batch_events)
+    if kind == "nginx":
+        link_nginx(store)
+    return result
+
+
+def link_nginx(store: Store) -> int:
+    """Link nginx error lines to the access line of the same request, across files and
+    batches (an error log and an access log are separate files). Returns how many linked."""
+    from correlator.sources.nginx import link_errors_to_access
+
+    errors = store.nginx_events(unlinked_errors=True)
+    if not errors:
+        return 0
+    margin = 60 * 1_000_000_000
+    access = store.nginx_events(
+        unlinked_errors=False, from_ns=errors[0].ts_ns - margin, to_ns=errors[-1].ts_ns + margin
+    )
+    linked = link_errors_to_access([*errors, *access])
+    gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]
+    return store.set_links(gained)
 
 
 def ingest_items(

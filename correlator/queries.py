@@ -60,7 +60,13 @@ def findings(store: Store, now_ns: int) -> list[dict[str, Any]]:
     """Stuck lifecycles, drift and orphans, most severe first."""
     from correlator import findings as rules
 
-    return [f.as_dict() for f in rules.find(store.lifecycle_events(), now_ns=now_ns)]
+    shown = []
+    for finding in rules.find(store.lifecycle_events(), now_ns=now_ns):
+        data = finding.as_dict()
+        # Hashes as the timeline shows them: 16 hex digits (JSON numbers lose bits past 2**53).
+        data["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in data.get("evidence", [])]
+        shown.append(data)
+    return shown
 
 
 def latency(store: Store) -> list[dict[str, Any]]:

@@ -12,12 +12,23 @@ __all__ = ["html_page", "print_findings", "print_latency", "print_timeline"]
 
 _LEVEL_STYLE: Final = {"error": "bold red", "critical": "bold white on red", "warning": "yellow"}
 _IDS: Final = ("node_id", "node_instance_id", "correlation_id", "allocation_id", "workflow_id")
+_SHORT: Final = {
+    "node_id": "node",
+    "node_instance_id": "instance",
+    "correlation_id": "corr",
+    "allocation_id": "alloc",
+    "workflow_id": "wf",
+}
 
 
 def _console() -> Any:
+    import shutil
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    # Wide enough to read a timeline when piped; a real terminal's width wins.
+    width = shutil.get_terminal_size((160, 40)).columns
+    return Console(highlight=False, width=max(width, 120))
 
 
 def print_timeline(data: dict[str, Any]) -> None:
@@ -61,7 +72,7 @@ def print_timeline(data: dict[str, Any]) -> None:
             if event.get("first_failure")
             else ("symptom: " if event.get("symptom") else "")
         )
-        ids = " ".join(f"{k.split('_')[0]}={event[k]}" for k in _IDS if k in event)
+        ids = " ".join(f"{_SHORT[k]}={event[k]}" for k in _IDS if k in event)
         style = (
             "reverse bold red"
             if event.get("first_failure")
@@ -79,7 +90,8 @@ def print_timeline(data: dict[str, Any]) -> None:
     console.print(table)
     if data.get("truncated"):
         console.print(
-            "[yellow]truncated: more evidence matched than shown (raise --limit or narrow --from/--to)[/]"
+            "[yellow]truncated: more evidence matched than shown "
+            "(raise --limit or narrow --from/--to)[/]"
         )
 
 
@@ -131,45 +143,62 @@ def print_latency(phases: Sequence[dict[str, Any]]) -> None:
     _console().print(table)
 
 
+_CSS: Final = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
+.verdict { padding: .8rem 1rem; border-radius: 6px; background: #fde8e8;
+           border: 1px solid #e0a0a0; }
+.verdict.none { background: #e8f7ea; border-color: #9fd3a8; }
+table { border-collapse: collapse; width: 100%; margin-top: 1rem; }
+td, th { border-bottom: 1px solid #ddd; padding: .25rem .5rem; text-align: left;
+         vertical-align: top; }
+tr.level-error td, tr.level-critical td { color: #a40000; }
+tr.level-warning td { color: #8a5a00; }
+tr.first-failure td { background: #ffd7d7; font-weight: bold; }
+tr.symptom td { background: #fff3f3; }
+code { font-size: 12px; }
+"""
+_HEAD: Final = (
+    "<tr>"
+    + "".join(
+        f"<th>{name}</th>"
+        for name in ("time (UTC)", "layer", "service", "level", "message", "identifiers")
+    )
+    + "</tr>"
+)
+
+
+def _row(event: dict[str, Any]) -> str:
+    classes = [f"level-{event.get('level', 'info')}"]
+    if event.get("first_failure"):
+        classes.append("first-failure")
+    elif event.get("symptom"):
+        classes.append("symptom")
+    ids = " ".join(f"{k}={html.escape(str(event[k]))}" for k in _IDS if k in event)
+    cells = [
+        event["ts"],
+        event["layer"],
+        event.get("service", ""),
+        event.get("level", ""),
+        event.get("message", ""),
+    ]
+    shown = "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells)
+    return f"<tr class='{' '.join(classes)}'>{shown}<td><code>{ids}</code></td></tr>"
+
+
 def html_page(data: dict[str, Any]) -> str:
     """A self-contained page (no external assets) showing one timeline."""
     verdict = data["verdict"]
-    rows = []
-    for event in data["events"]:
-        classes = [f"level-{event.get('level', 'info')}"]
-        if event.get("first_failure"):
-            classes.append("first-failure")
-        elif event.get("symptom"):
-            classes.append("symptom")
-        ids = " ".join(f"{k}={html.escape(str(event[k]))}" for k in _IDS if k in event)
-        rows.append(
-            f"<tr class='{' '.join(classes)}'><td>{html.escape(event['ts'])}</td>"
-            f"<td>{html.escape(event['layer'])}</td><td>{html.escape(event.get('service', ''))}</td>"
-            f"<td>{html.escape(event.get('level', ''))}</td><td>{html.escape(event.get('message', ''))}</td>"
-            f"<td><code>{ids}</code></td></tr>"
-        )
+    rows = "".join(_row(event) for event in data["events"])
     payload = html.escape(orjson.dumps(data, default=str).decode())
-    seed = ", ".join(f"{k}={v}" for k, v in data["seed"].items())
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>timeline {html.escape(seed)}</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }}
-.verdict {{ padding: .8rem 1rem; border-radius: 6px; background: #fde8e8; border: 1px solid #e0a0a0; }}
-.verdict.none {{ background: #e8f7ea; border-color: #9fd3a8; }}
-table {{ border-collapse: collapse; width: 100%; margin-top: 1rem; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }}
-tr.level-error td, tr.level-critical td {{ color: #a40000; }}
-tr.level-warning td {{ color: #8a5a00; }}
-tr.first-failure td {{ background: #ffd7d7; font-weight: bold; }}
-tr.symptom td {{ background: #fff3f3; }}
-code {{ font-size: 12px; }}
-</style></head><body>
-<h1>Timeline for {html.escape(seed)}</h1>
-<div class="verdict {"none" if verdict["owner_layer"] == "none" else ""}">
-<strong>Owner layer: {html.escape(verdict["owner_layer"])}</strong> (confidence {verdict["confidence"]})<br>
-{html.escape(verdict.get("reason", ""))}</div>
-<table><thead><tr><th>time (UTC)</th><th>layer</th><th>service</th><th>level</th><th>message</th><th>identifiers</th></tr></thead>
-<tbody>{"".join(rows)}</tbody></table>
-<script type="application/json" id="timeline-data">{payload}</script>
-</body></html>
-"""
+    seed = html.escape(", ".join(f"{k}={v}" for k, v in data["seed"].items()))
+    banner = "verdict none" if verdict["owner_layer"] == "none" else "verdict"
+    return (
+        f"<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>timeline {seed}</title><style>{_CSS}</style></head><body>\n"
+        f"<h1>Timeline for {seed}</h1>\n<div class='{banner}'><strong>Owner layer: "
+        f"{html.escape(verdict['owner_layer'])}</strong> (confidence {verdict['confidence']})"
+        f"<br>{html.escape(verdict.get('reason', ''))}</div>\n"
+        f"<table><thead>{_HEAD}</thead><tbody>{rows}</tbody></table>\n"
+        f"<script type='application/json' id='timeline-data'>{payload}</script>\n"
+        "</body></html>\n"
+    )

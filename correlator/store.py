@@ -286,6 +286,34 @@ class Store:
         rows = list(self._rows_as_events(sql, [value, from_ns, to_ns, *allowed, limit + 1]))
         return rows[:limit], len(rows) > limit
 
+    def nginx_events(
+        self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
+    ) -> list[Event]:
+        """nginx error events not yet linked to their request, or nginx access events in a
+        window (for linking the two across files: they arrive in different files)."""
+        if unlinked_errors:
+            where = "json_extract_string(attrs, '$.log') = 'error' AND correlation_id IS NULL"
+        else:
+            where = "json_extract_string(attrs, '$.log') = 'access'"
+        sql = (
+            f"SELECT {_COLUMN_LIST} FROM events WHERE source = 'nginx' AND {where} "  # noqa: S608 - fixed text
+            "AND ts_ns >= ? AND ts_ns < ? ORDER BY ts_ns"
+        )
+        return list(self._rows_as_events(sql, [from_ns, to_ns]))
+
+    def set_links(self, linked: Sequence[Event]) -> int:
+        """Store the identifiers an event gained by linking (matched by content hash)."""
+        rows = [
+            (e.correlation_id, orjson.dumps(e.attrs, default=str).decode(), e.hash) for e in linked
+        ]
+        if not rows:
+            return 0
+        with self._write_lock:
+            self._db.executemany(
+                "UPDATE events SET correlation_id = ?, attrs = ? WHERE hash = ?", rows
+            )
+        return len(rows)
+
     def bounds_for(self, key: str, value: str) -> tuple[int, int] | None:
         """Earliest and latest evidence of one identifier, or None when there is none."""
         if key not in _ID_COLUMNS:
@@ -303,10 +331,12 @@ class Store:
         return int(row[0]), int(row[1])
 
     def lifecycle_events(self, *, limit: int = 1_000_000) -> list[Event]:
-        """Every lifecycle event (entity transitions, provider jobs, projections)."""
+        """Every lifecycle event: entity transitions, provider jobs, projections, and any
+        record that reports a node's ``occupancy`` (findings read it from all of them)."""
         sql = (
             f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
-            "WHERE entity_kind IS NOT NULL ORDER BY ts_ns, hash LIMIT ?"
+            "WHERE entity_kind IS NOT NULL OR layer IN ('provider', 'projection') "
+            "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
         )
         return list(self._rows_as_events(sql, [limit]))
 

@@ -15,6 +15,7 @@ node's ``node_instance_id`` changes), and truncation (more evidence matched than
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -50,18 +51,31 @@ class ClockOffset:
         }
 
 
+def _outer_request(candidates: list[Event], inner: Event) -> Event:
+    """The ingress request that carried ``inner``: same method and path when known, then the
+    nearest in time (one correlation id can cover several requests through the ingress)."""
+    same_route = [
+        c
+        for c in candidates
+        if (c.http_method, c.http_path) == (inner.http_method, inner.http_path)
+    ]
+    pool = same_route or candidates
+    return min(pool, key=lambda c: abs(c.ts_ns - inner.ts_ns))
+
+
 def estimate_offsets(events: Sequence[Event]) -> dict[str, ClockOffset]:
     """Per-source clock offsets from ingress/API request pairs sharing a correlation id."""
-    ingress: dict[str, tuple[int, int]] = {}
+    ingress: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if e.layer == "ingress" and e.correlation_id and e.http_status is not None:
-            duration_ns = int((e.duration_s or 0.0) * _NS)
-            ingress[e.correlation_id] = (e.ts_ns - duration_ns, e.ts_ns)
+            ingress[e.correlation_id].append(e)
     ranges: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for e in events:
         if e.layer == "ingress" or e.http_status is None or e.correlation_id not in ingress:
             continue
-        outer_start, outer_end = ingress[e.correlation_id]
+        outer = _outer_request(ingress[e.correlation_id], e)
+        outer_end = outer.ts_ns
+        outer_start = outer_end - int((outer.duration_s or 0.0) * _NS)
         inner_end = e.ts_ns
         inner_start = inner_end - int((e.duration_s or 0.0) * _NS)
         low = (outer_start - inner_start) / _NS  # smallest shift keeping the start inside
@@ -112,7 +126,7 @@ def build(
     times = [t for t, _ in corrected]
     gaps = [
         {"from_ns": a, "to_ns": b, "seconds": round((b - a) / _NS, 3)}
-        for a, b in zip(times, times[1:], strict=False)
+        for a, b in itertools.pairwise(times)
         if b - a > gap_s * _NS
     ]
     reimages: list[dict[str, Any]] = []

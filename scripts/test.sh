@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+bash scripts/system-deps.sh
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 

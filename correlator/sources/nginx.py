@@ -17,10 +17,11 @@ field names (the first present wins; ``""`` and ``"-"`` count as absent):
 
 Access log, text: nginx's ``combined`` (or ``common``) format, optionally followed by
 ``$request_id`` (quoted or bare) and then further fields, each quoted or bare: ``key=value``
-tokens with the keys of :data:`_EXTRA_KEYS` (``rt=0.012 us=502 ua=127.0.0.1:8001 ...``), or bare
-values recognised by shape: an HTTP status list (``502`` or ``502, 504``) is
-``$upstream_status``, the first duration (``0.012``) ``$request_time`` and the second
-``$upstream_response_time``, ``host:port`` or ``unix:...`` ``$upstream_addr``. Quoted strings use
+tokens (``rid``, ``rt``, ``us``/``ups``, ``ua``/``upstream``, ``urt``, ``cid``, or the nginx
+variable names: ``rt=0.012 us=502 ua=127.0.0.1:8001 ...``), or bare values recognised by
+shape: an HTTP status list (``502`` or ``502, 504``) is ``$upstream_status``, the first duration
+(``0.012``) ``$request_time`` and the second ``$upstream_response_time``, ``host:port`` or
+``unix:...`` ``$upstream_addr``. Quoted strings use
 nginx's access-log escaping (``"`` as ``\\x22``, ``\\`` as ``\\x5C``, bytes outside printable ASCII
 as ``\\xHH``).
 
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -64,7 +66,8 @@ _NS: Final = 1_000_000_000
 _MAX_ATTR_CHARS: Final = 512
 
 _ERROR_HEAD = re.compile(
-    r"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[([a-z]+)\] (\d+)#(\d+): (?:\*(\d+) )?", re.ASCII
+    r"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[([a-z]+)\] (\d{1,10})#(\d{1,10}): (?:\*(\d{1,18}) )?",
+    re.ASCII,
 )
 _ERROR_HEAD_BYTES = re.compile(rb"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[")
 _QUOTED = r'"((?:[^"\\]|\\.)*)"'
@@ -75,8 +78,9 @@ _COMBINED_BYTES = re.compile(rb"\S+ \S+ \S+ \[\d\d/[A-Za-z]{3}/\d{4}:")
 _TOKEN = re.compile(rf'\s*(?:{_QUOTED}|([^\s"]+))')
 _REQUEST_LINE = re.compile(r"([A-Z][A-Z_-]{0,31}) (\S+)(?: (HTTP/\d(?:\.\d)?))?")
 _CONTEXT_KEY = re.compile(r", (client|server|request|subrequest|upstream|host|referrer): ")
-_ERRNO = re.compile(r"\((\d+): ([^)]*)\)")
+_ERRNO = re.compile(r"\((\d{1,5}): ([^)]*)\)", re.ASCII)
 _ACTION = re.compile(r" while ([^,]+)$")
+_COUNT = re.compile(r"\d{1,18}", re.ASCII)  # fits DuckDB's BIGINT (and JSON readers' int64)
 _ESCAPE = re.compile(rb"\\x([0-9A-Fa-f]{2})")
 _SERVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}", re.ASCII)
 _STATUS_LIST = re.compile(r"\d{3}(?:\s*[,:]\s*\d{3})*")
@@ -115,29 +119,34 @@ _ERROR_CLASSES: Final = tuple(
     )
 )
 
-_TIME_FIELDS: Final = ("msec", "time_iso8601", "time_local", "timestamp", "@timestamp", "time", "ts")
+_TIME_FIELDS: Final = (
+    "msec",
+    "time_iso8601",
+    "time_local",
+    "timestamp",
+    "@timestamp",
+    "time",
+    "ts",
+)
 
-#: ``key=value`` tokens after ``$request_id`` in a text access line: key to attribute.
+#: ``key=value`` tokens after ``$request_id`` in a text access line: field to accepted keys.
 _EXTRA_KEYS: Final = {
-    "request_id": "request_id",
-    "rid": "request_id",
-    "rt": "request_time",
-    "request_time": "request_time",
-    "us": "upstream_status",
-    "ups": "upstream_status",
-    "upstream_status": "upstream_status",
-    "ua": "upstream_addr",
-    "upstream": "upstream_addr",
-    "upstream_addr": "upstream_addr",
-    "urt": "upstream_response_time",
-    "upstream_response_time": "upstream_response_time",
-    "cid": "x_correlation_id",
-    "correlation_id": "x_correlation_id",
-    "x_correlation_id": "x_correlation_id",
-    "http_x_correlation_id": "x_correlation_id",
-    "traceparent": "traceparent",
-    "host": "host",
-    "server_name": "server_name",
+    key: field
+    for field, keys in (
+        ("request_id", ("request_id", "rid")),
+        ("request_time", ("request_time", "rt")),
+        ("upstream_status", ("upstream_status", "us", "ups")),
+        ("upstream_addr", ("upstream_addr", "upstream", "ua")),
+        ("upstream_response_time", ("upstream_response_time", "urt")),
+        (
+            "x_correlation_id",
+            ("http_x_correlation_id", "x_correlation_id", "correlation_id", "cid"),
+        ),
+        ("traceparent", ("traceparent",)),
+        ("host", ("host",)),
+        ("server_name", ("server_name",)),
+    )
+    for key in keys
 }
 
 
@@ -169,7 +178,9 @@ def parse(
         if not raw.strip():
             continue
         if len(raw) > MAX_LINE_BYTES:
-            yield _reject(origin, line_no, f"is {len(raw):,} bytes; the limit is {MAX_LINE_BYTES:,}", raw)
+            yield _reject(
+                origin, line_no, f"is {len(raw):,} bytes; the limit is {MAX_LINE_BYTES:,}", raw
+            )
             continue
         try:
             text = raw.decode("utf-8").rstrip("\r")
@@ -179,7 +190,7 @@ def parse(
             continue
         head = _ERROR_HEAD.match(text)
         if head is not None and text.count('"') % 2:
-            pending = _Pending(line_no, [raw], [text])
+            pending = _Pending(line_no, head, [raw], [text], len(raw), text.count('"'))
             continue
         yield _read_line(text, raw, line_no, origin, tz_offset_s, head)
     if pending is not None:
@@ -194,7 +205,7 @@ def _read_line(
     tz_offset_s: float,
     head: re.Match[str] | None,
 ) -> Event | Reject:
-    if text.lstrip().startswith("{"):
+    if text.lstrip()[:1] in ("{", "["):
         return _access_json(text, raw, line_no, origin)
     if head is not None:
         return _error(text, raw, line_no, origin, tz_offset_s, head)
@@ -214,10 +225,11 @@ class _Pending:
     """An error-log record whose message opened a quote that a later line closes."""
 
     line_no: int
+    head: re.Match[str]  # of the first line, which the joined text starts with
     raws: list[bytes]
     texts: list[str]
-    size: int = 0
-    quotes: int = 1
+    size: int
+    quotes: int
 
     @property
     def closed(self) -> bool:
@@ -232,17 +244,18 @@ class _Pending:
 
     def finish(self, origin: str, tz_offset_s: float) -> Event | Reject:
         text, raw = "\n".join(self.texts), b"\n".join(self.raws)
-        head = _ERROR_HEAD.match(text)
-        if head is None:  # pragma: no cover - a pending record starts with an error head
-            return _reject(origin, self.line_no, "lost its error-log header", raw)
-        return _error(text, raw, self.line_no, origin, tz_offset_s, head)
+        return _error(text, raw, self.line_no, origin, tz_offset_s, self.head)
 
 
 def _continues(pending: _Pending, raw: bytes) -> bool:
     """Whether ``raw`` continues the pending multi-line error message."""
-    if pending.size + len(pending.raws[0]) + len(raw) + 1 > MAX_LINE_BYTES:
+    if pending.size + len(raw) + 1 > MAX_LINE_BYTES:
         return False
-    if _ERROR_HEAD_BYTES.match(raw) or _COMBINED_BYTES.match(raw) or raw.lstrip()[:1] == b"{":
+    if (
+        _ERROR_HEAD_BYTES.match(raw)
+        or _COMBINED_BYTES.match(raw)
+        or raw.lstrip()[:1] in (b"{", b"[")
+    ):
         return False
     try:
         raw.decode("utf-8")
@@ -269,10 +282,12 @@ def _clip(value: str) -> str:
 
 
 def _service(*candidates: str | None) -> str:
+    """The first host name among ``candidates`` (port dropped); addresses such as the
+    ``0.0.0.0:443`` nginx names before a TLS handshake picked a server are not services."""
     for candidate in candidates:
         if candidate:
             name = re.sub(r":\d+$", "", candidate)
-            if _SERVICE.fullmatch(name):
+            if _SERVICE.fullmatch(name) and re.search("[A-Za-z]", name):
                 return name
     return "nginx"
 
@@ -285,39 +300,42 @@ def _request_line(request: str) -> tuple[str | None, str | None, str | None]:
     return method, target.split("?", 1)[0], protocol
 
 
-def _identifiers(
-    fields: Mapping[str, str | None], attrs: dict[str, Any]
-) -> dict[str, str]:
-    """Identifiers from the request headers nginx logged, by ``parse_headers``'s rules."""
-    headers = {
-        name: value
-        for name, key in (
-            ("traceparent", "traceparent"),
-            ("x-correlation-id", "x_correlation_id"),
-            ("baggage", "baggage"),
-        )
-        if (value := fields.get(key))
-    }
-    problems: list[str] = []
-    try:
-        ids, problems = parse_headers(headers)
-    except ValueError:  # undecodable %-escapes in baggage: read the other headers alone
-        problems.append("baggage header is not valid percent-encoded UTF-8; ignored")
-        headers.pop("baggage")
-        ids, more = parse_headers(headers)
-        problems.extend(more)
+def _identifiers(fields: Mapping[str, str | None], attrs: dict[str, Any]) -> dict[str, str]:
+    """Identifiers from the request headers nginx logged, by ``parse_headers``'s rules.
+
+    Baggage wins over ``X-Correlation-ID``, which wins over ``$request_id``. Refused values are
+    noted in ``attrs["rejected_ids"]`` by nginx variable name.
+    """
+    ids: dict[str, str] = {}
+    rejected: dict[str, str] = {}
+    for field, header, variable in (
+        ("traceparent", "traceparent", "http_traceparent"),
+        ("baggage", "baggage", "http_baggage"),
+        ("x_correlation_id", "x-correlation-id", "http_x_correlation_id"),
+    ):
+        value = fields.get(field)
+        if not value:
+            continue
+        try:
+            found, problems = parse_headers({header: value})
+        except ValueError:  # parse_headers raises on %-escapes that are not UTF-8
+            found, problems = {}, [f"{header} header is not valid percent-encoded UTF-8"]
+        for key, candidate in found.items():
+            ids.setdefault(key, candidate)
+        if problems:
+            rejected[variable] = "; ".join(problems)
     request_id = fields.get("request_id")
     if request_id:
         attrs["request_id"] = _clip(request_id)
-        if "correlation_id" not in ids:
-            reason = problem("correlation_id", request_id)
-            if reason is None:
-                ids["correlation_id"] = request_id
-            else:
-                problems.append(f"request_id: correlation_id {reason}")
-    if problems:
-        attrs["rejected_ids"] = problems
-    ids.pop("span_id", None)  # the caller's span, not one nginx recorded
+        reason = problem("correlation_id", request_id)
+        if reason is not None:
+            rejected["request_id"] = f"correlation_id {reason}"
+        elif "correlation_id" not in ids:
+            ids["correlation_id"] = request_id
+    if rejected:
+        attrs["rejected_ids"] = rejected
+    if "span_id" in ids:  # the caller's span (traceparent's parent-id), not one of nginx's
+        attrs["parent_span_id"] = ids.pop("span_id")
     return ids
 
 
@@ -346,7 +364,7 @@ def _access_event(
     duration_s = _float(fields.get("request_time"))
     if duration_s is not None:
         attrs["request_time_s"] = duration_s
-    if (sent := fields.get("bytes_sent")) and sent.isdigit():
+    if (sent := fields.get("bytes_sent")) and _COUNT.fullmatch(sent):
         attrs["bytes_sent"] = int(sent)
     for key in ("user_agent", "ssl_protocol", "host"):
         if value := fields.get(key):
@@ -356,10 +374,10 @@ def _access_event(
     if request and not method:
         attrs["request"] = _clip(request)
     level, owner, error_type = "info", None, None
-    if status >= 500:  # noqa: PLR2004 - HTTP status classes
+    if status >= 500:
         level, error_type = "error", f"HTTP {status}"
         owner = "ingress" if status in (502, 504) else None
-    elif status >= 400:  # noqa: PLR2004
+    elif status >= 400:
         level, error_type = "warning", f"HTTP {status}"
         owner = "api_auth" if status in (401, 403) else None
     summary = f"{method} {path} {status}" if method and path else f"{request or '-'} {status}"
@@ -396,7 +414,7 @@ def _float(value: str | None) -> float | None:
         number = float(value)
     except ValueError:
         return None
-    return number if number >= 0 and number == number else None  # NaN is not a duration
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 _JSON_FIELDS: Final = {
@@ -445,16 +463,20 @@ def _access_json(text: str, raw: bytes, line_no: int, origin: str) -> Event | Re
         try:
             ts_ns = _json_time(name, value)
         except ValueError as exc:
-            return _reject(origin, line_no, f"field {name!r}: {exc}", raw)
+            return _reject(origin, line_no, f"has an unreadable {name!r}: {exc}", raw)
         break
     if ts_ns is None:
-        return _reject(origin, line_no, f"has no time field (one of {', '.join(_TIME_FIELDS)})", raw)
+        return _reject(
+            origin, line_no, f"has no time field (one of {', '.join(_TIME_FIELDS)})", raw
+        )
     status_text = _scalar(obj.get("status"))
     if status_text is None:
         return _reject(origin, line_no, "has no 'status' field", raw)
     status = _status(status_text)
     if status is None:
-        return _reject(origin, line_no, f"field 'status' is {status_text[:40]!r}, not an HTTP status", raw)
+        return _reject(
+            origin, line_no, f"has status {status_text[:40]!r}, which is not an HTTP status", raw
+        )
     fields = {
         key: next((v for name in names if (v := _scalar(obj.get(name))) is not None), None)
         for key, names in _JSON_FIELDS.items()
@@ -491,10 +513,12 @@ def _access_combined(
     try:
         ts_ns = parse_nginx_local_ns(time_local)
     except ValueError as exc:
-        return _reject(origin, line_no, f"[time_local]: {exc}", raw)
+        return _reject(origin, line_no, f"has an unreadable [time_local]: {exc}", raw)
     status = _status(status_text)
     if status is None:
-        return _reject(origin, line_no, f"status {status_text!r} is not an HTTP status", raw)
+        return _reject(
+            origin, line_no, f"has status {status_text!r}, which is not an HTTP status", raw
+        )
     fields: dict[str, str | None] = {
         "client": client,
         "remote_user": None if user == "-" else _unescape(user),
@@ -553,7 +577,7 @@ def _error(
     try:
         ts_ns = parse_nginx_error_ns(stamp, tz_offset_s)
     except ValueError as exc:
-        return _reject(origin, line_no, f"error-log time: {exc}", raw)
+        return _reject(origin, line_no, f"has an unreadable error-log time: {exc}", raw)
     body = text[head.end() :]
     start = body.find(", client: ")
     message, context = (body, {}) if start < 0 else (body[:start], _context(body[start:]))
@@ -665,22 +689,23 @@ def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = 5.0) ->
     linked: list[Event] = []
     for event in events:
         key = _request_key(event, "error")
-        entries = requests.get(key) if key is not None else None
+        entries = requests.get(key, []) if key is not None else []
         if key is None or not entries or event.correlation_id is not None:
             linked.append(event)
             continue
         first = bisect.bisect_left(entries, event.ts_ns - slack_ns, key=lambda entry: entry[0])
-        best: tuple[int, Event] | None = None
+        best: tuple[int, int, Event] | None = None
         for end, start, access in entries[first:]:
-            if start > event.ts_ns + slack_ns + longest_ns[key]:
+            if end > event.ts_ns + slack_ns + longest_ns[key]:
                 break
             gap = max(start - event.ts_ns, event.ts_ns - end, 0)
-            if gap <= slack_ns and (best is None or gap < best[0]):
-                best = (gap, access)
+            # Among requests whose interval holds the error, the one ending nearest wins.
+            if gap <= slack_ns and (best is None or (gap, abs(end - event.ts_ns)) < best[:2]):
+                best = (gap, abs(end - event.ts_ns), access)
         if best is None:
             linked.append(event)
             continue
-        access = best[1]
+        access = best[2]
         attrs = dict(event.attrs, linked_access_hash=access.hash)
         if "request_id" in access.attrs:
             attrs["request_id"] = access.attrs["request_id"]

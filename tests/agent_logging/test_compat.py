@@ -46,7 +46,11 @@ def test_a_one_import_migration_ships_durably(
     first, second = loki.entries()
     assert first.labels["service_name"] == "legacy-app"
     record = orjson.loads(first.line)
-    assert (record["event"], record["team"], record["host"]) == ("disk /var is full", "infra", "n-17")
+    assert (record["event"], record["team"], record["host"]) == (
+        "disk /var is full",
+        "infra",
+        "n-17",
+    )
     assert orjson.loads(second.line)["team"] == "infra"
     assert "host" not in orjson.loads(second.line)
     assert list((tmp_path / "spool").iterdir()) == [tmp_path / "spool" / "legacy-app"]

@@ -7,9 +7,11 @@ holds afterwards. Outages, refusals and a full spool are injected on the server 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import logging
 import os
+import signal
 import threading
 import time
 import tracemalloc
@@ -79,7 +81,7 @@ def wait_for_record(
     while True:
         entries = loki.entries()
         for entry in entries[seen:]:
-            record = orjson.loads(entry.line)
+            record: dict[str, Any] = orjson.loads(entry.line)
             if predicate(record):
                 return record
         seen = len(entries)
@@ -209,7 +211,6 @@ def test_a_long_outage_loses_nothing_backs_off_and_keeps_memory_flat(
     assert during["spool_records"] == count
     assert during["sent"] == 1
     # Records live in the spool, not in memory: the peak stays far below what was spooled.
-    print("PEAK", peak - baseline, during["spool_bytes"], during["retried"])
     assert peak - baseline < during["spool_bytes"] / 10
 
     loki.come_up()
@@ -287,9 +288,7 @@ def test_a_full_spool_applies_its_policy_counts_drops_and_delivers_the_rest(
     loki: LokiServer, tmp_path: Path, policy: str, kept_end: str
 ) -> None:
     loki.go_down()
-    configure(
-        loki.url, tmp_path / "spool", spool_max_bytes=64 * 1024, spool_full_policy=policy
-    )
+    configure(loki.url, tmp_path / "spool", spool_max_bytes=64 * 1024, spool_full_policy=policy)
     log = agent_logging.get_logger("tests.full")
     count = 300
     for seq in range(count):
@@ -329,13 +328,6 @@ def fill_spool(directory: Path, service: str, count: int) -> list[int]:
     return stamps
 
 
-def join_adoption(timeout_s: float) -> None:
-    for thread in durable()._threads:
-        if thread.name == "agent-logging-adopt":
-            thread.join(timeout_s)
-            assert not thread.is_alive()
-
-
 @pytest.mark.integration
 def test_an_orphaned_spool_is_shipped_by_the_next_process_and_removed(
     loki: LokiServer, tmp_path: Path
@@ -343,7 +335,7 @@ def test_an_orphaned_spool_is_shipped_by_the_next_process_and_removed(
     root = tmp_path / "spool"
     stamps = fill_spool(root / "old-svc", "old-svc", 5)
     configure(loki.url, root, "new-svc")
-    join_adoption(timeout_s=15.0)
+    assert durable().wait_for_adoption(1, timeout_s=15.0)
 
     entries = loki.entries()
     assert [entry.ts_ns for entry in entries] == stamps
@@ -359,7 +351,7 @@ def test_a_spool_with_a_live_owner_is_left_to_it(loki: LokiServer, tmp_path: Pat
     fill_spool(root / "busy-svc", "busy-svc", 3)
     with Spool.open(root / "busy-svc") as busy:  # its owner, alive
         configure(loki.url, root, "new-svc")
-        join_adoption(timeout_s=15.0)
+        assert durable().wait_for_adoption(1, timeout_s=15.0)
         assert busy.stats().records == 3
     assert loki.count() == 0
     assert agent_logging.health()["adopted"] == 0
@@ -374,7 +366,7 @@ def test_an_adopted_spool_with_dead_letters_is_emptied_but_kept(
     (root / "old-svc" / "notes.txt").write_text("not ours to delete\n")
     with LokiServer(limits=Limits(max_line_size=60)) as loki:
         configure(loki.url, root, "new-svc")
-        join_adoption(timeout_s=15.0)
+        assert durable().wait_for_adoption(1, timeout_s=15.0)
         assert loki.count() == 0  # every line is over the tiny limit
     assert sorted(path.name for path in (root / "old-svc").iterdir()) == [
         DEAD_LETTER_NAME,
@@ -382,6 +374,39 @@ def test_an_adopted_spool_with_dead_letters_is_emptied_but_kept(
         "notes.txt",
     ]
     assert len((root / "old-svc" / DEAD_LETTER_NAME).read_bytes().splitlines()) == 3
+
+
+def is_locked(directory: Path) -> bool:
+    fd = os.open(directory / "lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@pytest.mark.integration
+def test_shutdown_ends_an_adoption_in_progress_and_releases_the_orphan(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    fill_spool(root / "old-svc", "old-svc", 3)
+    loki.go_down()
+    configure(loki.url, root, "new-svc")
+    deadline = time.monotonic() + 10.0
+    pause = threading.Event()
+    while not is_locked(root / "old-svc") and time.monotonic() < deadline:
+        pause.wait(0.01)
+    assert is_locked(root / "old-svc")  # the adoption is retrying against the outage
+    adoption = [t for t in durable()._threads if t.name == "agent-logging-adopt"]
+
+    agent_logging.shutdown(timeout_s=2.0)
+    adoption[0].join(5.0)
+    assert not adoption[0].is_alive()
+    assert not is_locked(root / "old-svc")
+    assert len(list(read_all(root / "old-svc"))) == 3
 
 
 # -- 6. fork --------------------------------------------------------------------------------------
@@ -455,6 +480,34 @@ def test_a_forked_child_that_never_logs_leaves_the_parents_spool_alone(
     assert [r["event"] for r in stored_records(loki)] == ["parent, spooled while Loki is down"]
 
 
+@pytest.mark.integration
+def test_the_spool_of_a_worker_that_died_is_adopted_while_its_parent_runs(
+    loki: LokiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_durable, "_ADOPT_RESCAN_S", 0.05)
+    root = tmp_path / "spool"
+    configure(loki.url, root)
+    log = agent_logging.get_logger("tests.fork")
+    loki.go_down()  # the worker's record stays in its spool when it dies
+
+    def doomed_worker() -> int:  # pragma: no cover - runs in the child
+        log.info("from a worker that crashed", worker_pid=os.getpid())
+        os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+
+    assert run_in_child(doomed_worker) == -signal.SIGKILL
+    (orphan,) = [path for path in root.iterdir() if path.name != "svc"]
+    assert len(list(read_all(orphan))) == 1
+    loki.come_up()
+
+    record = wait_for_record(loki, lambda r: "worker_pid" in r, timeout_s=15.0)
+    assert record is not None
+    assert orphan.name == f"svc.{record['worker_pid']}"
+    rounds = durable()._adoption_rounds
+    assert durable().wait_for_adoption(rounds + 1, timeout_s=15.0)
+    assert sorted(path.name for path in root.iterdir()) == ["svc"]
+
+
 # -- 8. health ------------------------------------------------------------------------------------
 
 
@@ -493,7 +546,7 @@ def test_shipping_health_is_logged_periodically(loki: LokiServer, tmp_path: Path
     agent_logging.get_logger("tests.health").info("some work")
 
     def shows_a_sent_record(record: dict[str, Any]) -> bool:
-        return record["event"] == "shipping health" and record["sent"] >= 1
+        return bool(record["event"] == "shipping health" and record["sent"] >= 1)
 
     record = wait_for_record(loki, shows_a_sent_record, timeout_s=15.0)
     assert record is not None

@@ -49,9 +49,7 @@ def provision(allocation: str, seconds: int, provider: str | None, at_s: int = 0
 
 
 def rows(stats: list[PhaseStats]) -> list[tuple[Any, ...]]:
-    return [
-        (s.phase, s.provider, s.count, s.incomplete, s.p50_s, s.p95_s, s.max_s) for s in stats
-    ]
+    return [(s.phase, s.provider, s.count, s.incomplete, s.p50_s, s.p95_s, s.max_s) for s in stats]
 
 
 PROVISION_ONLY = {"provision": DEFAULT_PHASES["provision"]}
@@ -81,7 +79,7 @@ def test_nearest_rank(values: list[float], percent: int, expected: float | None)
 
 @pytest.mark.parametrize("percent", [0, 101, -5])
 def test_nearest_rank_refuses_percent_out_of_range(percent: int) -> None:
-    with pytest.raises(QueryError, match="percentile must be within 1..100"):
+    with pytest.raises(QueryError, match=r"percentile must be within 1\.\.100"):
         nearest_rank([1.0], percent)
 
 
@@ -205,6 +203,7 @@ def test_only_allocation_transitions_count() -> None:
         step(5, "a-2", "active", "aap", layer="projection"),
         step(0, "a-3", None, "aap"),
         step(0, "a-4", "provisioning", "aap", kind=None),
+        Event(ts_ns=T0, layer="api", source="agent", origin="test", message="m", raw="m", hash=1),
     ]
     assert rows(latency(events, phases=PROVISION_ONLY)) == [
         ("provision", "aap", 1, 0, 30.0, 30.0, 30.0)

@@ -1,0 +1,257 @@
+"""The ``loki`` source: pull a bounded window of entries from Loki with a LogQL query.
+
+:func:`fetch` pages through ``query_range`` by time with
+:meth:`agent_logging._loki_client.LokiClient.iter_query_range`: each page starts at the last
+timestamp seen (Loki's ``start`` is inclusive, ``end`` exclusive), entries already yielded at
+that boundary are skipped, and no page asks for more than Loki's default
+``max_entries_limit_per_query`` of 5,000 entries (a larger ``limit`` is refused with a 400).
+Authentication, tenant and TLS are the client's (``LokiClient(url, tenant=..., bearer_token=...,
+basic_auth=..., ca_bundle=...)``).
+
+Each entry whose line is a record of DESIGN §4 is read as the ``ndjson`` adapter reads it
+(its own ``ts`` wins; layer and service fall back to the stream's ``layer`` and
+``service_name`` labels). Any other line (an nginx line shipped by a collector, plain text)
+becomes an event built from the entry: Loki's timestamp, the ``layer`` and ``service_name``
+labels, ``level`` (or ``detected_level``), the identifiers found among the labels and
+structured metadata (validated like every identifier), the line as the message, the other
+labels in ``attrs["labels"]``. An entry with no layer at all (not in the record, not a label,
+no ``default_layer``) is a :class:`~correlator.model.Reject`.
+
+An entry's hash covers its timestamp and line, which is what makes it one entry to Loki
+within a stream; the labels are left out because which of them come back depends on the
+query (``| json`` adds parsed ones).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+
+import orjson
+
+from agent_logging._loki_client import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
+from correlator.errors import QueryError, SourceError
+from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
+from correlator.sources.ndjson import hasher, normalise_level, record_row, take_id
+
+__all__ = ["MAX_PAGE_LIMIT", "fetch", "parse_duration"]
+
+_SOURCE: Final = "loki"
+
+#: Loki's default ``max_entries_limit_per_query``.
+MAX_PAGE_LIMIT: Final = DEFAULT_QUERY_LIMIT
+
+# Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
+# --since accept: units largest first, each at most once, integers only.
+_DURATION: Final = re.compile(
+    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?", re.ASCII
+)
+_UNIT_S: Final = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
+# A window longer than int64 nanoseconds cannot be asked of Loki (~292 years).
+_MAX_DURATION_S: Final = (2**63 - 1) / 1e9
+_MAX_MESSAGE_CHARS: Final = 1000
+_LABELS_TAKEN: Final = frozenset(
+    {
+        "layer",
+        "service_name",
+        "level",
+        "detected_level",
+        "node_id",
+        "node_instance_id",
+        "correlation_id",
+        "allocation_id",
+        "workflow_id",
+        "trace_id",
+        "span_id",
+    }
+)
+_ID_LABELS: Final = (
+    "node_id",
+    "node_instance_id",
+    "correlation_id",
+    "allocation_id",
+    "workflow_id",
+    "trace_id",
+    "span_id",
+)
+
+
+def parse_duration(text: str) -> float:
+    """Parse a ``--since`` duration in Prometheus/Loki syntax.
+
+    Args:
+        text: e.g. ``15m``, ``2h``, ``1d``, ``90s``, ``1h30m``, ``500ms``, ``1w``, ``1y``
+            (units ``y w d h m s ms``, largest first, each at most once, integers only).
+
+    Returns:
+        The duration in seconds.
+
+    Raises:
+        QueryError: the text is not such a duration, or is zero, or longer than Loki can
+            express in nanoseconds.
+    """
+    match = _DURATION.fullmatch(text) if isinstance(text, str) and text else None
+    if match is None or not any(match.groups()):
+        raise QueryError(
+            f"{text!r} is not a duration: use integers with units y, w, d, h, m, s, ms, "
+            "largest first, e.g. 15m, 2h, 1d or 1h30m"
+        )
+    seconds = sum(
+        int(amount) * unit for amount, unit in zip(match.groups(), _UNIT_S, strict=True) if amount
+    )
+    if seconds <= 0:
+        raise QueryError(f"duration {text!r} is zero; the window would hold nothing")
+    if seconds > _MAX_DURATION_S:
+        raise QueryError(f"duration {text!r} is longer than Loki can express (about 292 years)")
+    return seconds
+
+
+def fetch(
+    client: LokiClient,
+    query: str,
+    *,
+    start_ns: int,
+    end_ns: int,
+    page_limit: int = MAX_PAGE_LIMIT,
+    default_layer: str | None = None,
+) -> Iterator[Event | Reject]:
+    """Fetch a window of entries from Loki as events, oldest first.
+
+    Args:
+        client: a Loki client (URL, tenant, auth and TLS are its configuration).
+        query: a LogQL log query, e.g. from :func:`correlator.logql.query_for`.
+        start_ns: window start, nanoseconds since the epoch, inclusive.
+        end_ns: window end, exclusive.
+        page_limit: entries per request, at most 5,000 (Loki's default cap).
+        default_layer: the layer of entries that name none in their line or labels.
+
+    Returns:
+        An iterator of events (source ``loki``, origin the query) and rejects for entries
+        that cannot be read.
+
+    Raises:
+        QueryError: a bad window, page limit or default layer (at once, before any request).
+        SourceError: Loki cannot be reached or refuses the query (while iterating).
+    """
+    for name, value in (("start_ns", start_ns), ("end_ns", end_ns), ("page_limit", page_limit)):
+        if type(value) is not int:
+            raise QueryError(f"{name} must be an integer, not {value!r}")
+    if start_ns >= end_ns:
+        raise QueryError(f"the window is empty: start_ns {start_ns} is not before end_ns {end_ns}")
+    if not 1 <= page_limit <= MAX_PAGE_LIMIT:
+        raise QueryError(
+            f"page_limit {page_limit} is outside 1 to {MAX_PAGE_LIMIT:,} "
+            "(Loki's max_entries_limit_per_query)"
+        )
+    if default_layer is not None and default_layer not in LAYERS:
+        raise QueryError(f"unknown default layer {default_layer!r}; one of {', '.join(LAYERS)}")
+    return _fetch(client, query, start_ns, end_ns, page_limit, default_layer)
+
+
+def _fetch(
+    client: LokiClient,
+    query: str,
+    start_ns: int,
+    end_ns: int,
+    page_limit: int,
+    default_layer: str | None,
+) -> Iterator[Event | Reject]:
+    base = hasher(_SOURCE)
+    entries = client.iter_query_range(
+        query, start_ns=start_ns, end_ns=end_ns, page_limit=page_limit
+    )
+    number = 0
+    try:
+        for entry in entries:
+            number += 1
+            yield _entry_event(
+                entry.labels, entry.ts_ns, entry.line, number, query, base, default_layer
+            )
+    except LokiQueryError as exc:
+        raise SourceError(f"Loki query {query!r} failed after {number} entries: {exc}") from exc
+
+
+def _entry_event(
+    labels: dict[str, str],
+    ts_ns: int,
+    line: str,
+    number: int,
+    query: str,
+    base: Any,
+    default_layer: str | None,
+) -> Event | Reject:
+    try:
+        data = line.encode()
+    except UnicodeEncodeError as exc:
+        reason = f"entry {number} is not valid UTF-8 (a lone surrogate at offset {exc.start})"
+        return Reject(_SOURCE, query, number, reason, line[:200].encode(errors="replace").decode())
+    if len(data) > MAX_LINE_BYTES:
+        reason = f"entry {number} is {len(data):,} bytes; the limit is {MAX_LINE_BYTES:,}"
+        return Reject(_SOURCE, query, number, reason, line[:200])
+    state = base.copy()
+    state.update(b"%d\n" % ts_ns)
+    state.update(data)
+    digest = int.from_bytes(state.digest(), "big", signed=True)
+    label_layer = labels.get("layer")
+    layer = label_layer if label_layer in LAYERS else default_layer
+    service = labels.get("service_name") or None
+
+    if line.startswith("{"):
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            row = record_row(
+                record,
+                line,
+                digest,
+                source=_SOURCE,
+                origin=query,
+                line_no=number,
+                default_layer=layer,
+                default_service=service,
+                default_ts_ns=ts_ns,
+            )
+            if not isinstance(row, str):
+                return Event(*row)
+    if layer is None:
+        reason = (
+            f"entry {number} names no layer: the line is not a record with one, the stream has "
+            "no known 'layer' label and no default layer was given"
+        )
+        return Reject(_SOURCE, query, number, reason, line[:200])
+    rejected: dict[str, str] = {}
+    ids = {key: take_id(key, labels.get(key) or None, rejected) for key in _ID_LABELS}
+    attrs: dict[str, Any] = {}
+    others = {k: v for k, v in labels.items() if k not in _LABELS_TAKEN}
+    if others:
+        attrs["labels"] = others
+    if rejected:
+        attrs["rejected_ids"] = rejected
+    level_text = labels.get("level") or labels.get("detected_level")
+    level = normalise_level(level_text)
+    if level is None:
+        level = "info"
+        if level_text:
+            attrs["level"] = level_text
+    return Event(
+        ts_ns=ts_ns,
+        layer=layer,
+        source=_SOURCE,
+        origin=query,
+        message=line[:_MAX_MESSAGE_CHARS],
+        raw=line,
+        hash=digest,
+        service=service,
+        level=level,
+        attrs=attrs,
+        node_id=ids["node_id"],
+        node_instance_id=ids["node_instance_id"],
+        correlation_id=ids["correlation_id"],
+        allocation_id=ids["allocation_id"],
+        workflow_id=ids["workflow_id"],
+        trace_id=ids["trace_id"],
+        span_id=ids["span_id"],
+    )

@@ -1,0 +1,307 @@
+"""``agent-logging status`` and ``agent-logging drain`` against spools and the Loki test server.
+
+Spools are written with ``Spool.open`` as a service would have left them (closed: their owner
+is dead; held open: it is alive), or by configuring the library in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import agent_logging
+from agent_logging import _cli, _state
+from agent_logging._durable import DEAD_LETTER_NAME, Durable
+from agent_logging._render import rfc3339_ns
+from agent_logging._spool import Spool, read_all
+from tests.lokisim import Limits, LokiServer
+
+
+def record_line(service: str, seq: int, ts_ns: int, pad: str = "") -> bytes:
+    record: dict[str, Any] = {
+        "ts": rfc3339_ns(ts_ns),
+        "level": "info",
+        "event": "spooled",
+        "service": service,
+        "layer": "node",
+        "env": "test",
+        "seq": seq,
+    }
+    if pad:
+        record["pad"] = pad
+    return orjson.dumps(record)
+
+
+def fill(spool: Spool, service: str, count: int, pad: str = "") -> int:
+    """Append ``count`` records of ``service`` from 5 s ago; returns their payload bytes."""
+    base = time.time_ns() - 5_000_000_000
+    size = 0
+    for seq in range(count):
+        line = record_line(service, seq, base + seq * 1000, pad)
+        assert spool.append(base + seq * 1000, line)
+        size += len(line)
+    return size
+
+
+def dead_spool(directory: Path, count: int, pad: str = "") -> int:
+    """A spool whose owner is gone; returns its payload bytes."""
+    with Spool.open(directory) as spool:
+        return fill(spool, directory.name, count, pad)
+
+
+@pytest.fixture
+def live_spool(tmp_path: Path) -> Iterator[int]:
+    """A spool held open by this process, with two records; gives their payload bytes."""
+    with Spool.open(tmp_path / "spool" / "live") as spool:
+        yield fill(spool, "live", 2)
+
+
+def drain_args(root: Path, url: str, timeout_s: float) -> list[str]:
+    return ["drain", "--spool-dir", str(root), "--loki-url", url, "--timeout-s", str(timeout_s)]
+
+
+# -- status ---------------------------------------------------------------------------------------
+
+
+def test_status_without_spools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli.main(["status", "--spool-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"no spools under {tmp_path}\n"
+
+
+def test_status_json_shows_dead_and_live_spools(
+    tmp_path: Path, live_spool: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    dead_bytes = dead_spool(root / "dead", 3)
+
+    assert _cli.main(["status", "--spool-dir", str(root), "--json"]) == 0
+    rows = orjson.loads(capsys.readouterr().out)
+    for row in rows:
+        assert row.pop("oldest_unsent_age_s") >= 5.0
+    assert rows == [
+        {
+            "spool": str(root / "dead"),
+            "owner_pid": None,
+            "records": 3,
+            "bytes": dead_bytes,
+            "dead_lettered": 0,
+        },
+        {
+            "spool": str(root / "live"),
+            "owner_pid": str(os.getpid()),
+            "records": 2,
+            "bytes": live_spool,
+            "dead_lettered": 0,
+        },
+    ]
+
+
+def test_status_table_names_the_owner_of_a_live_spool(
+    tmp_path: Path, live_spool: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    dead_spool(root / "dead", 3)
+    assert _cli.main(["status", "--spool-dir", str(root)]) == 0
+    header, dead, live = capsys.readouterr().out.splitlines()
+    assert header.split() == ["spool", "owner", "records", "bytes", "oldest_s", "dead"]
+    assert dead.split()[:3] == [str(root / "dead"), "-", "3"]
+    assert live.split()[:3] == [str(root / "live"), str(os.getpid()), "2"]
+
+
+def test_status_of_a_spool_removed_meanwhile_is_empty(tmp_path: Path) -> None:
+    # An adopting process deletes the orphans it emptied, possibly while status reads.
+    status = _cli.spool_status(tmp_path / "gone")
+    assert {k: status[k] for k in ("owner_pid", "records", "bytes", "dead_lettered")} == {
+        "owner_pid": None,
+        "records": 0,
+        "bytes": 0,
+        "dead_lettered": 0,
+    }
+
+
+@pytest.mark.integration
+def test_the_command_runs_as_a_module(tmp_path: Path) -> None:
+    dead_spool(tmp_path / "spool" / "dead", 1)
+    command = [sys.executable, "-m", "agent_logging._cli", "status", "--json"]
+    result = subprocess.run(
+        [*command, "--spool-dir", str(tmp_path / "spool")],
+        capture_output=True,
+        timeout=60.0,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [row["records"] for row in orjson.loads(result.stdout)] == [1]
+
+
+# -- drain ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_drain_ships_a_dead_spool_and_confirms_every_record(
+    loki: LokiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    dead_spool(root / "dead", 3)
+    assert _cli.main(drain_args(root, loki.url, 20.0)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("drain: all 3 spooled records from 1 spools are visible in Loki (")
+    assert sorted(orjson.loads(e.line)["seq"] for e in loki.entries()) == [0, 1, 2]
+    assert list(read_all(root / "dead")) == []
+
+
+@pytest.mark.integration
+def test_drain_fails_when_loki_lost_what_it_accepted(
+    loki: LokiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    dead_spool(root / "a", 2)
+    dead_spool(root / "b", 3)
+    # The first push (spool "a", shipped first) is answered 204 but not stored: accepted,
+    # acknowledged, removed from the spool, and lost.
+    loki.fail_next(1, 204)
+    assert _cli.main(drain_args(root, loki.url, 1.5)) == 1
+    err = capsys.readouterr().err
+    assert "drain: 2 of 5 spooled records are NOT visible in Loki after " in err
+    assert err.rstrip().endswith("Do not reimage yet.")
+    assert {e.labels["service_name"] for e in loki.entries()} == {"b"}
+
+
+@pytest.mark.integration
+def test_drain_fails_while_loki_is_down(
+    loki: LokiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    dead_spool(root / "dead", 3)
+    loki.go_down()
+    assert _cli.main(drain_args(root, loki.url, 1.0)) == 1
+    err = capsys.readouterr().err
+    assert "Loki did not accept everything in time" in err
+    assert "drain: 3 of 3 spooled records are NOT visible in Loki" in err
+    assert "last query error: Loki query failed: ConnectError" in err
+    assert len(list(read_all(root / "dead"))) == 3  # kept for the next attempt
+
+
+@pytest.mark.integration
+def test_drain_counts_dead_lettered_records_as_not_visible(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    with Spool.open(root / "dead") as spool:
+        fill(spool, "dead", 2)
+        fill(spool, "dead", 1, pad="x" * 500)
+    with LokiServer(limits=Limits(max_line_size=400)) as loki:
+        assert _cli.main(drain_args(root, loki.url, 1.5)) == 1
+        assert loki.count() == 2
+    err = capsys.readouterr().err
+    assert "drain: 1 of 3 spooled records are NOT visible" in err
+    assert f"1 were refused by Loki (see {DEAD_LETTER_NAME})" in err
+    assert len((root / "dead" / DEAD_LETTER_NAME).read_bytes().splitlines()) == 1
+
+
+@pytest.mark.integration
+def test_drain_waits_for_a_live_owner_to_ship_its_own_spool(
+    loki: LokiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "spool"
+    loki.go_down()
+    agent_logging.configure(
+        service="owner",
+        layer="node",
+        env="test",
+        loki_url=loki.url,
+        spool_dir=root,
+        output="none",
+        batch_interval_s=0.05,
+        health_interval_s=0,
+    )
+    log = agent_logging.get_logger("tests.cli")
+    for seq in range(4):
+        log.info("owned", seq=seq)
+
+    # drain reads the spool once to collect what must become visible; every later read is
+    # its wait for the owner (it cannot take the spool's lock from a live owner).
+    reads = 0
+    waiting = threading.Event()
+
+    def watched_read_all(directory: Path) -> Any:
+        nonlocal reads
+        reads += 1
+        if reads >= 2:
+            waiting.set()
+        return read_all(directory)
+
+    monkeypatch.setattr(_cli, "read_all", watched_read_all)
+    codes: list[int] = []
+    drainer = threading.Thread(
+        target=lambda: codes.append(_cli.main(drain_args(root, loki.url, 30.0)))
+    )
+    drainer.start()
+    try:
+        assert waiting.wait(10.0)
+        assert len(list(read_all(root / "owner"))) == 4  # drain left the owner's spool alone
+        loki.come_up()
+        pipeline = _state.pipeline
+        assert pipeline is not None
+        owner = pipeline.sinks[0]
+        assert isinstance(owner, Durable)
+        assert owner.flush(timeout_s=15.0)  # cut the owner's outage backoff short
+    finally:
+        drainer.join(30.0)
+    assert codes == [0]
+    out = capsys.readouterr().out
+    assert out.startswith("drain: all 4 spooled records from 1 spools are visible in Loki (")
+
+
+# -- bad arguments --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["status", "--spool-dir", "{missing}"], "is not a directory"),
+        (["drain", "--spool-dir", "{missing}", "--loki-url", "http://127.0.0.1:9"], "is not a"),
+        (["drain", "--spool-dir", "{root}", "--loki-url", "ftp://loki"], "must be http"),
+        (["drain", "--spool-dir", "{root}", "--loki-url", "http://h", "--timeout-s", "0"], "posit"),
+        (["drain", "--spool-dir", "{root}", "--loki-url", "http://h", "--timeout-s", "nan"], "pos"),
+    ],
+)
+def test_unusable_arguments_exit_2_with_a_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    dead_spool(tmp_path / "dead", 1)
+    args = [a.format(missing=tmp_path / "missing", root=tmp_path) for a in argv]
+    assert _cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agent-logging: ")
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["status"],
+        ["drain", "--spool-dir", "x"],
+        ["drain", "--spool-dir", "x", "--loki-url", "http://h", "--timeout-s", "soon"],
+        ["compact", "--spool-dir", "x"],
+    ],
+)
+def test_malformed_command_lines_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _cli.main(argv)
+    assert exited.value.code == 2
+    assert "usage: agent-logging" in capsys.readouterr().err

@@ -1,0 +1,487 @@
+"""The ndjson/agent adapter: records of DESIGN §4, the row path and the columnar fast path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_logging._ids import problem
+from correlator.model import EVENT_COLUMNS, MAX_LINE_BYTES, Event, Reject, content_hash
+from correlator.sources.ndjson import normalise_level, parse, parse_agent, parse_columns, take_id
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "ndjson"
+ORIGIN = "agent.jsonl"
+T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN = "00f067aa0ba902b7"
+CHAIN = [
+    {"type": "RuntimeError", "message": "provisioning failed"},
+    {
+        "type": "ssl.SSLCertVerificationError",
+        "message": "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate "
+        "has expired (_ssl.c:1006)",
+    },
+]
+QUOTE_PROBLEM = (
+    "holds '\"' (U+0022) at position 3; allowed: ASCII letters, digits and . _ : / @ + ~ -"
+)
+
+
+def sample_lines() -> list[bytes]:
+    return (SAMPLES / "agent.jsonl").read_bytes().splitlines()
+
+
+def read(*lines: bytes, **kwargs: Any) -> list[Event | Reject]:
+    return list(parse(list(lines), ORIGIN, **kwargs))
+
+
+def event(raw: bytes, source: str = "ndjson", **fields: Any) -> Event:
+    return Event(
+        source=source,
+        origin=ORIGIN,
+        raw=raw.decode(),
+        hash=content_hash(source, raw),
+        **fields,
+    )
+
+
+def test_sample_file() -> None:
+    lines = sample_lines()
+
+    assert list(parse(lines, ORIGIN)) == [
+        event(
+            lines[0],
+            ts_ns=T0 + 100_000_000,
+            layer="api",
+            service="api",
+            message="request",
+            correlation_id="c-1f3a",
+            trace_id=TRACE,
+            span_id=SPAN,
+            http_method="POST",
+            http_path="/v1/allocations/a-9/provision",
+            http_status=502,
+            duration_s=0.412377,
+            attrs={
+                "env": "prod",
+                "logger": "agent_logging.access",
+                "parent_span_id": "b7ad6b7169203331",
+            },
+        ),
+        event(
+            lines[1],
+            ts_ns=T0 + 314_097_249,
+            layer="api",
+            service="api",
+            message="provision requested",
+            node_id="n-17",
+            correlation_id="c-1f3a",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            attrs={"env": "prod", "logger": "api.provision", "template": "rhel9"},
+        ),
+        event(
+            lines[2],
+            ts_ns=T0 + 314_208_519,
+            layer="api",
+            service="api",
+            level="error",
+            message="provisioning failed",
+            node_id="n-17",
+            correlation_id="c-1f3a",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            owner_hint="cert",
+            error_type="RuntimeError",
+            attrs={
+                "env": "prod",
+                "logger": "api.provision",
+                "error": {"message": "provisioning failed", "chain": CHAIN},
+            },
+        ),
+        event(
+            lines[4],
+            ts_ns=T0 + 1_000_000_001,
+            layer="workflow",
+            service="workflow-worker",
+            level="warning",
+            message="allocation state changed",
+            node_id="n-17",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_from="provisioning",
+            state_to="provision_failed",
+            attrs={"env": "prod", "occupancy": "cleanup"},
+        ),
+        event(
+            lines[5],
+            ts_ns=T0 + 2_500_000_000 - 3600 * 1_000_000_000,  # +01:00
+            layer="node",
+            service="node-agent",
+            level="warning",
+            message="disk almost full",
+            node_id="n-17",
+            node_instance_id="ni-3",
+            attrs={"env": "prod", "free_bytes": 1048576},
+        ),
+        event(
+            lines[6],
+            ts_ns=T0 + 3_000_000_000,
+            layer="node",
+            service="node-agent",
+            message="task claimed",
+            node_id="n-17",
+            attrs={"task": "reimage", "rejected_ids": {"allocation_id": QUOTE_PROBLEM}},
+        ),
+        Reject(
+            "ndjson",
+            ORIGIN,
+            8,
+            "line 8 is not valid JSON: unexpected end of data: line 1 column 67 (char 66)",
+            lines[7].decode(),
+        ),
+        Reject("ndjson", ORIGIN, 9, "line 9 lacks field 'ts'", lines[8].decode()),
+    ]
+
+
+def test_agent_kind_stamps_its_source_and_hash() -> None:
+    line = sample_lines()[1]
+
+    (item,) = parse_agent([line], ORIGIN)
+
+    assert isinstance(item, Event)
+    assert (item.source, item.hash) == ("agent", content_hash("agent", line))
+    assert item.hash != content_hash("ndjson", line)
+
+
+GOOD = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"ok"}'
+UTF8_BAD = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"caf\xff"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            b'{"ts":"2026-11-22T13:11:19.5Z","layer":"api"',
+            "line 2 is not valid JSON: unexpected end of data: line 1 column 45 (char 44)",
+        ),
+        (b"[1,2]", "line 2 is a JSON array, not an object"),
+        (b'"text"', "line 2 is a JSON string, not an object"),
+        (b'{"layer":"api"}', "line 2 lacks field 'ts'"),
+        (
+            b'{"ts":"2026-13-22T13:11:19Z","layer":"api"}',
+            "line 2 has a field 'ts' that is not an RFC 3339 timestamp: "
+            "'2026-13-22T13:11:19Z' is not a valid date: month must be in 1..12",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19","layer":"api"}',
+            "line 2 has a field 'ts' that is not an RFC 3339 timestamp: "
+            "'2026-11-22T13:11:19' has no UTC offset (expected Z or ±HH:MM)",
+        ),
+        (
+            b'{"ts":1795353079,"layer":"api"}',
+            "line 2 has a field 'ts' that is not an RFC 3339 timestamp: '1795353079' is a JSON "
+            "number",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19Z"}',
+            "line 2 lacks field 'layer' and no default layer was given",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19Z","layer":"frontend"}',
+            "line 2 has a field 'layer' outside the known layers: 'frontend' (expected one of "
+            "node, ingress, api, workflow, db, provider, projection)",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19Z","layer":["api"]}',
+            "line 2 has a field 'layer' outside the known layers: '[\"api\"]' (expected one of "
+            "node, ingress, api, workflow, db, provider, projection)",
+        ),
+        (UTF8_BAD, "line 2 is not valid UTF-8 (byte 0xff at offset 55)"),
+        (b"{" + b" " * MAX_LINE_BYTES, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+    ],
+)
+def test_bad_lines_are_rejected_and_batch_mates_kept(line: bytes, reason: str) -> None:
+    items = read(GOOD, line, GOOD)
+
+    assert [type(item).__name__ for item in items] == ["Event", "Reject", "Event"]
+    reject = items[1]
+    assert isinstance(reject, Reject)
+    assert (reject.line_no, reason) == (2, reject.reason)
+    assert reject.excerpt == line[:200].decode("utf-8", "replace")[:200]
+
+
+def test_blank_lines_are_skipped_and_crlf_dropped() -> None:
+    items = read(b"", b"   \t", GOOD + b"\r", b"\r")
+
+    assert items == [
+        Event(
+            ts_ns=T0,
+            layer="api",
+            source="ndjson",
+            origin=ORIGIN,
+            message="ok",
+            raw=GOOD.decode(),
+            hash=content_hash("ndjson", GOOD),
+        )
+    ]
+
+
+def test_default_layer_applies_only_when_absent() -> None:
+    items = read(b'{"ts":"2026-11-22T13:11:19Z","event":"x"}', GOOD, default_layer="node")
+
+    assert [item.layer for item in items if isinstance(item, Event)] == ["node", "api"]
+
+
+@pytest.mark.parametrize(
+    ("record", "columns"),
+    [
+        # Unknown level: info, the word kept.
+        ({"level": "verbose"}, {"level": "info", "attrs": {"level": "verbose"}}),
+        ({"level": "FATAL"}, {"level": "critical", "attrs": {}}),
+        # No event: msg, then message.
+        ({"msg": "from msg"}, {"message": "from msg", "attrs": {}}),
+        ({"event": {"k": 1}}, {"message": '{"k":1}', "attrs": {}}),
+        ({}, {"message": "", "attrs": {}}),
+        # Integers are identifiers too (inventories number nodes); booleans are not.
+        ({"node_id": 17}, {"node_id": "17", "attrs": {}}),
+        (
+            {"node_id": True, "trace_id": "0" * 32, "span_id": "XYZ"},
+            {
+                "node_id": None,
+                "trace_id": None,
+                "span_id": None,
+                "attrs": {
+                    "rejected_ids": {
+                        "node_id": "must be a string, got bool",
+                        "trace_id": "must be 32 lower-case hex digits, not all zero "
+                        "(W3C trace-context)",
+                        "span_id": "must be 16 lower-case hex digits, not all zero "
+                        "(W3C trace-context)",
+                    }
+                },
+            },
+        ),
+        (
+            {"correlation_id": ""},
+            {
+                "correlation_id": None,
+                "attrs": {
+                    "rejected_ids": {
+                        "correlation_id": "is empty (leave an unknown identifier out instead)"
+                    }
+                },
+            },
+        ),
+        # Access fields that do not fit their columns stay in attrs.
+        (
+            {"status": "ok", "duration_s": "1s", "method": 5},
+            {
+                "http_status": None,
+                "duration_s": None,
+                "http_method": None,
+                "attrs": {"status": "ok", "duration_s": "1s", "method": 5},
+            },
+        ),
+        ({"status": 204, "duration_s": 2}, {"http_status": 204, "duration_s": 2.0, "attrs": {}}),
+        # Lifecycle aliases and integer entity ids.
+        (
+            {"entity_kind": "outbox", "entity_id": 42, "state_from": "new", "to_state": "sent"},
+            {
+                "entity_kind": "outbox",
+                "entity_id": "42",
+                "state_from": "new",
+                "state_to": "sent",
+                "attrs": {},
+            },
+        ),
+        # An owner layer outside DESIGN §4 and an error that is not an object are kept, untrusted.
+        (
+            {"error": {"type": "E", "owner_layer": "martians", "stack": "long"}},
+            {
+                "owner_hint": None,
+                "error_type": "E",
+                "attrs": {"error": {"owner_layer": "martians"}},
+            },
+        ),
+        ({"error": "boom"}, {"owner_hint": None, "error_type": None, "attrs": {"error": "boom"}}),
+        # Tracebacks stay in raw only.
+        ({"exception": "Traceback ...", "stack": "..."}, {"attrs": {}}),
+        ({"service": 7}, {"service": None, "attrs": {"service": 7}}),
+    ],
+)
+def test_field_mapping(record: dict[str, Any], columns: dict[str, Any]) -> None:
+    line = orjson.dumps({"ts": "2026-11-22T13:11:19Z", "layer": "db", **record})
+
+    (item,) = read(line)
+
+    assert isinstance(item, Event)
+    assert {name: getattr(item, name) for name in columns} == columns
+
+
+@pytest.mark.parametrize(
+    ("word", "level"),
+    [
+        ("debug", "debug"),
+        ("TRACE", "debug"),
+        ("info", "info"),
+        ("Notice", "info"),
+        ("warn", "warning"),
+        ("WARNING", "warning"),
+        ("err", "error"),
+        ("exception", "error"),
+        ("crit", "critical"),
+        ("panic", "critical"),
+        ("emerg", "critical"),
+        ("chatty", None),
+        (3, None),
+    ],
+)
+def test_normalise_level(word: object, level: str | None) -> None:
+    assert normalise_level(word) == level
+
+
+@given(st.text(max_size=300))
+def test_identifier_check_agrees_with_agent_logging(value: str) -> None:
+    rejected: dict[str, str] = {}
+
+    taken = take_id("allocation_id", value, rejected)
+
+    reason = problem("allocation_id", value)
+    assert taken == (value if reason is None else None)
+    assert rejected == ({} if reason is None else {"allocation_id": reason})
+
+
+@given(st.from_regex(r"[0-9a-fA-F]{30,34}", fullmatch=True))
+def test_trace_id_check_agrees_with_agent_logging(value: str) -> None:
+    assert (take_id("trace_id", value, {}) is None) == (problem("trace_id", value) is not None)
+
+
+def test_rejects_are_numbered_from_start_line() -> None:
+    columns, rejects = parse_columns([GOOD, b"[]"], ORIGIN, start_line=50_001)
+
+    assert columns["ts_ns"] == [T0]
+    assert rejects == [
+        Reject("ndjson", ORIGIN, 50_002, "line 50002 is a JSON array, not an object", "[]")
+    ]
+
+
+def test_columns_of_nothing() -> None:
+    columns, rejects = parse_columns([b"", b"x"], ORIGIN)
+
+    assert columns == {name: [] for name in EVENT_COLUMNS}
+    assert [r.reason for r in rejects] == [
+        "line 2 is not valid JSON: unexpected character, expected a JSON value: line 1 column 1 "
+        "(char 0)"
+    ]
+
+
+def test_columns_render_attrs_as_json_text() -> None:
+    lines = sample_lines()[:2]
+
+    columns, rejects = parse_columns(lines, ORIGIN)
+
+    assert rejects == []
+    assert list(columns) == list(EVENT_COLUMNS)
+    assert columns["attrs"] == [
+        '{"env":"prod","logger":"agent_logging.access","parent_span_id":"b7ad6b7169203331"}',
+        '{"env":"prod","logger":"api.provision","template":"rhel9"}',
+    ]
+    assert columns["hash"] == [content_hash("ndjson", line) for line in lines]
+
+
+# -- properties ---------------------------------------------------------------------------
+
+IDENTIFIER_VALUES = st.one_of(
+    st.sampled_from(["a-9", "n-17", "c-1f3a", "wf-2", 'a"9', "", "x" * 300, TRACE, SPAN]),
+    st.integers(-5, 5),
+    st.none(),
+    st.text(max_size=8),
+)
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+RECORDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "ts": st.sampled_from(
+            ["2026-11-22T13:11:19.123456789Z", "2026-11-22T14:11:19+01:00", "yesterday", ""]
+        )
+        | JSON_VALUES,
+        "layer": st.sampled_from(["api", "node", "db", "frontend"]) | JSON_VALUES,
+        "level": st.sampled_from(["info", "ERROR", "warn", "loud"]) | JSON_VALUES,
+        "event": st.text(max_size=20) | JSON_VALUES,
+        "service": st.text(max_size=5) | JSON_VALUES,
+        **{key: IDENTIFIER_VALUES for key in ("node_id", "allocation_id", "correlation_id")},
+        "trace_id": IDENTIFIER_VALUES,
+        "span_id": IDENTIFIER_VALUES,
+        "error": st.fixed_dictionaries(
+            {},
+            optional={
+                "type": JSON_VALUES,
+                "owner_layer": st.sampled_from(["cert", "db", "nope"]) | JSON_VALUES,
+                "message": JSON_VALUES,
+                "stack": JSON_VALUES,
+            },
+        )
+        | JSON_VALUES,
+        "method": JSON_VALUES,
+        "status": st.integers(0, 700) | JSON_VALUES,
+        "duration_s": st.floats(0, 10) | JSON_VALUES,
+        "entity_id": JSON_VALUES,
+        "from_state": JSON_VALUES,
+        "stack": JSON_VALUES,
+        "extra": JSON_VALUES,
+    },
+)
+LINES = st.lists(
+    st.one_of(
+        RECORDS.map(orjson.dumps),
+        st.binary(max_size=40),
+        st.sampled_from([b"", b"  ", b"\xff{}", b"{}\r", b"[]"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300)
+@given(LINES)
+def test_columns_agree_with_events(lines: list[bytes]) -> None:
+    events = list(parse(lines, ORIGIN, default_layer="api"))
+
+    columns, rejects = parse_columns(lines, ORIGIN, default_layer="api")
+
+    rows = [e for e in events if isinstance(e, Event)]
+    expected = {name: [getattr(e, name) for e in rows] for name in EVENT_COLUMNS}
+    expected["attrs"] = [orjson.dumps(e.attrs).decode() if e.attrs else None for e in rows]
+    assert columns == expected
+    assert rejects == [e for e in events if isinstance(e, Reject)]
+    for row in rows:
+        assert row.hash == content_hash("ndjson", row.raw)
+
+
+@given(st.lists(st.binary(max_size=60), max_size=10))
+def test_parse_never_raises_and_answers_each_line_at_most_once(lines: list[bytes]) -> None:
+    items = read(*lines)
+
+    assert len(items) <= len(lines)
+    numbers = [item.line_no for item in items if isinstance(item, Reject)]
+    assert numbers == sorted(set(numbers))
+    for item in items:
+        if isinstance(item, Event):
+            assert item.level in ("debug", "info", "warning", "error", "critical")

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+import contextlib
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from correlator.sources._time import (
+    format_rfc3339_ns,
+    parse_epoch_seconds_ns,
+    parse_nginx_error_ns,
+    parse_nginx_local_ns,
+    parse_postgres_ns,
+    parse_rfc3339_ns,
+)
+
+#: 2026-11-22T13:11:19Z in seconds since the epoch.
+T0 = 1_795_353_079
+NS = 1_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-22T13:11:19.123456789Z", T0 * NS + 123_456_789),
+        ("2026-11-22T13:11:19Z", T0 * NS),
+        ("2026-11-22t13:11:19z", T0 * NS),
+        ("2026-11-22 13:11:19.5Z", T0 * NS + 500_000_000),
+        ("2026-11-22T13:11:19,25Z", T0 * NS + 250_000_000),
+        ("2026-11-22T13:11:19.123+00:00", T0 * NS + 123_000_000),
+        ("2026-11-22T14:11:19.123456+01:00", T0 * NS + 123_456_000),
+        ("2026-11-22T14:11:19+0100", T0 * NS),
+        ("2026-11-22T14:11:19+01", T0 * NS),
+        ("2026-11-22T07:41:19-05:30", T0 * NS),
+        ("2026-11-22T13:11:19.123456789012Z", T0 * NS + 123_456_789),  # truncated to ns
+        ("2026-11-22T13:11:60Z", (T0 + 41) * NS),  # a leap second counts as the next second
+        ("1970-01-01T00:00:00Z", 0),
+        ("1969-12-31T23:59:59.5Z", -500_000_000),
+    ],
+)
+def test_rfc3339(text: str, expected: int) -> None:
+    assert parse_rfc3339_ns(text) == expected
+    assert parse_rfc3339_ns(text) == expected  # second call may take the cached fast path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "2026-11-22T13:11:19",
+            "'2026-11-22T13:11:19' has no UTC offset (expected Z or ±HH:MM)",
+        ),
+        (
+            "22/Nov/2026",
+            "'22/Nov/2026' is not an RFC 3339 timestamp (expected e.g. 2026-11-22T13:11:19.123Z)",
+        ),
+        (
+            "2026-13-01T00:00:00Z",
+            "'2026-13-01T00:00:00Z' is not a valid date: month must be in 1..12",
+        ),
+        (
+            "2026-02-30T00:00:00Z",
+            "'2026-02-30T00:00:00Z' is not a valid date: day is out of range for month",
+        ),
+        (
+            "2026-11-22T24:00:00Z",
+            "'2026-11-22T24:00:00Z' is not a valid time of day: 24:00:00",
+        ),
+        (
+            "2026-11-22T13:11:19+24:00",
+            "'2026-11-22T13:11:19+24:00' has an impossible UTC offset '+24:00'",
+        ),
+        ("", "'' is not an RFC 3339 timestamp (expected e.g. 2026-11-22T13:11:19.123Z)"),
+    ],
+)
+def test_rfc3339_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_rfc3339_ns(text)
+
+
+def test_rfc3339_fast_path_refuses_non_ascii_digits() -> None:
+    parse_rfc3339_ns("2026-11-22T13:11:19.000000000Z")  # prime the whole-second cache
+    with pytest.raises(ValueError, match="is not an RFC 3339 timestamp"):
+        parse_rfc3339_ns(
+            "2026-11-22T13:11:19.\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669Z"
+        )
+
+
+@given(st.integers(min_value=-(10**18), max_value=253_402_300_799 * NS))
+def test_format_then_parse_round_trips(ts_ns: int) -> None:
+    text = format_rfc3339_ns(ts_ns)
+    assert len(text) == 30
+    assert parse_rfc3339_ns(text) == ts_ns
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1900, 1, 2),  # noqa: DTZ001 - hypothesis adds the zone below
+        max_value=datetime(9998, 12, 30),  # noqa: DTZ001
+        timezones=st.builds(
+            timezone,
+            st.integers(min_value=-23 * 60 + 1, max_value=23 * 60 - 1).map(
+                lambda minutes: timedelta(minutes=minutes)
+            ),
+        ),
+    )
+)
+def test_rfc3339_agrees_with_datetime(moment: datetime) -> None:
+    expected = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+    assert parse_rfc3339_ns(moment.isoformat()) == expected
+
+
+@given(st.text(max_size=40))
+def test_rfc3339_raises_only_value_error(text: str) -> None:
+    with contextlib.suppress(ValueError):
+        parse_rfc3339_ns(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("22/Nov/2026:13:11:19 +0000", T0 * NS),
+        ("22/Nov/2026:14:11:19 +0100", T0 * NS),
+        ("22/nov/2026:08:11:19 -0500", T0 * NS),
+    ],
+)
+def test_nginx_local(text: str, expected: int) -> None:
+    assert parse_nginx_local_ns(text) == expected
+    assert parse_nginx_local_ns(text) == expected  # cached
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "22/Foo/2026:13:11:19 +0000",
+            "'22/Foo/2026:13:11:19 +0000' has an unknown month 'Foo'",
+        ),
+        (
+            "2026-11-22T13:11:19Z",
+            "'2026-11-22T13:11:19Z' is not an nginx $time_local "
+            "(expected e.g. 22/Nov/2026:13:11:19 +0000)",
+        ),
+        (
+            "31/Nov/2026:13:11:19 +0000",
+            "'31/Nov/2026:13:11:19 +0000' is not a valid date: day is out of range for month",
+        ),
+    ],
+)
+def test_nginx_local_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_nginx_local_ns(text)
+
+
+def test_nginx_error_time_is_local_time_of_the_server() -> None:
+    assert parse_nginx_error_ns("2026/11/22 13:11:19") == T0 * NS
+    assert parse_nginx_error_ns("2026/11/22 14:11:19", tz_offset_s=3600.0) == T0 * NS
+    with pytest.raises(ValueError, match=r"^'2026-11-22 13:11:19' is not an nginx error-log time"):
+        parse_nginx_error_ns("2026-11-22 13:11:19")
+    with pytest.raises(ValueError, match="is not a valid time of day: 25:11:19"):
+        parse_nginx_error_ns("2026/11/22 25:11:19")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-22 13:11:19.123 UTC", T0 * NS + 123_000_000),
+        ("2026-11-22 13:11:19 UTC", T0 * NS),
+        ("2026-11-22 13:11:19.123 GMT", T0 * NS + 123_000_000),
+        ("2026-11-22 14:11:19.123 CET", T0 * NS + 123_000_000),
+        ("2026-11-22 15:11:19.123 CEST", T0 * NS + 123_000_000),
+        ("2026-11-22 08:11:19.123 EST", T0 * NS + 123_000_000),
+        ("2026-11-22 05:11:19.123 PST", T0 * NS + 123_000_000),
+        ("2026-11-22 14:11:19.123 +01", T0 * NS + 123_000_000),
+        ("2026-11-22 18:56:19.123 +0545", T0 * NS + 123_000_000),
+        ("2026-11-22 10:11:19.123 -03", T0 * NS + 123_000_000),
+    ],
+)
+def test_postgres(text: str, expected: int) -> None:
+    assert parse_postgres_ns(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "2026-11-22 13:11:19.123 CST",
+            "'2026-11-22 13:11:19.123 CST': time zone 'CST' is ambiguous; "
+            "set log_timezone to UTC or a numeric offset",
+        ),
+        (
+            "2026-11-22 13:11:19.123 XYZ",
+            "'2026-11-22 13:11:19.123 XYZ': unknown time zone abbreviation 'XYZ'; "
+            "set log_timezone to UTC",
+        ),
+        (
+            "2026-11-22T13:11:19.123Z",
+            "'2026-11-22T13:11:19.123Z' is not a PostgreSQL log time "
+            "(expected e.g. 2026-11-22 13:11:19.123 UTC)",
+        ),
+    ],
+)
+def test_postgres_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_postgres_ns(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1795353079.123", T0 * NS + 123_000_000), ("1795353079", T0 * NS), ("0.000001", 1000)],
+)
+def test_epoch_seconds(text: str, expected: int) -> None:
+    assert parse_epoch_seconds_ns(text) == expected
+
+
+@pytest.mark.parametrize("text", ["-1", "1e9", "", "1795353079.", " 1"])
+def test_epoch_seconds_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="is not seconds since the epoch"):
+        parse_epoch_seconds_ns(text)

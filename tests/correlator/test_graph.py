@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from correlator.graph import cardinality, expand
+
+# Evidence of a busy node: n-17 ran allocations a-1..a-30 over time; a-9 had two workflows
+# and three requests; two inventory batch runs touched the same 40 nodes (m:n).
+ROWS = [
+    *[{"node_id": "n-17", "allocation_id": f"a-{i}"} for i in range(1, 31)],
+    {"allocation_id": "a-9", "workflow_id": "wf-9p"},
+    {"allocation_id": "a-9", "workflow_id": "wf-9r"},
+    *[{"allocation_id": "a-9", "correlation_id": f"c-9{i}"} for i in range(3)],
+    {"node_id": "n-17", "node_instance_id": "ni-3"},
+    {"node_id": "n-17", "node_instance_id": "ni-4"},
+    {"workflow_id": "wf-9p", "node_instance_id": "ni-4"},
+    *[{"correlation_id": f"c-batch{b}", "node_id": f"n-{i}"} for i in range(40) for b in (1, 2)],
+]
+KEYS = ("node_id", "node_instance_id", "correlation_id", "allocation_id", "workflow_id")
+
+
+def _link_counts(key: str, value: str) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in ROWS:
+        if row.get(key) == value:
+            for other, other_value in row.items():
+                if other != key:
+                    counts[other][other_value] = counts[other].get(other_value, 0) + 1
+    return counts
+
+
+def _cardinalities() -> dict[tuple[str, str], tuple[int, int]]:
+    result = {}
+    for a in KEYS:
+        for b in KEYS:
+            if a == b:
+                continue
+            per_a: dict[str, set[str]] = defaultdict(set)
+            per_b: dict[str, set[str]] = defaultdict(set)
+            for row in ROWS:
+                if a in row and b in row:
+                    per_a[row[a]].add(row[b])
+                    per_b[row[b]].add(row[a])
+            result[(a, b)] = (
+                max(map(len, per_a.values()), default=0),
+                max(map(len, per_b.values()), default=0),
+            )
+    return result
+
+
+@pytest.mark.parametrize(
+    ("near_far", "far_near", "expected"),
+    [(1, 1, "1:1"), (5, 1, "1:n"), (1, 5, "n:1"), (3, 3, "m:n"), (0, 0, "1:1")],
+)
+def test_cardinality_classes(near_far: int, far_near: int, expected: str) -> None:
+    assert cardinality(near_far, far_near) == expected
+
+
+def test_a_busy_node_does_not_pull_in_unrelated_allocations() -> None:
+    expansion = expand(
+        "allocation_id", "a-9", link_counts=_link_counts, cardinalities=_cardinalities()
+    )
+    assert expansion.ids == {
+        "allocation_id": ["a-9"],
+        "correlation_id": ["c-90", "c-91", "c-92"],
+        "workflow_id": ["wf-9p", "wf-9r"],
+        "node_instance_id": ["ni-4"],
+    }
+    # The node is a windowed parent, never expanded: its 29 other allocations stay out.
+    assert [(p.key, p.value, p.child_key) for p in expansion.parents] == [
+        ("node_id", "n-17", "allocation_id")
+    ]
+    followed = {
+        (link.from_key, link.to_key, link.cardinality) for link in expansion.links if link.followed
+    }
+    assert ("allocation_id", "workflow_id", "1:n") in followed
+    assert ("allocation_id", "node_id", "n:1") in followed
+
+
+def test_from_a_node_its_allocations_are_children_but_fan_out_is_capped() -> None:
+    expansion = expand(
+        "node_id", "n-17", link_counts=_link_counts, cardinalities=_cardinalities(), max_fanout=10
+    )
+    refused = [link for link in expansion.links if not link.followed]
+    assert [(link.to_key, link.reason) for link in refused] == [
+        ("correlation_id", "m:n: shared both ways"),
+        ("allocation_id", "fan-out: 30 allocation_id values (limit 10)"),
+    ]
+    assert expansion.ids["node_instance_id"] == ["ni-3", "ni-4"]
+    assert "allocation_id" not in expansion.ids
+
+
+def test_m_to_n_links_are_refused_and_reported() -> None:
+    expansion = expand(
+        "correlation_id", "c-batch1", link_counts=_link_counts, cardinalities=_cardinalities()
+    )
+    assert expansion.ids == {"correlation_id": ["c-batch1"]}
+    (refused,) = [link for link in expansion.links if not link.followed]
+    assert (refused.to_key, refused.cardinality, len(refused.to_values)) == ("node_id", "m:n", 40)
+
+
+def test_expansion_stops_at_max_ids() -> None:
+    expansion = expand(
+        "node_id",
+        "n-17",
+        link_counts=_link_counts,
+        cardinalities=_cardinalities(),
+        max_fanout=100,
+        max_ids=5,
+    )
+    assert expansion.truncated is True
+    assert expansion.size == 5

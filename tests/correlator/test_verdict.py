@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import pytest
+
+from correlator.verdict import decide, is_failure
+from tests.correlator.events import ev
+
+HEALTHY = [
+    ev(0, "ingress", "POST /v1/allocations", http_status=202, correlation_id="c-1"),
+    ev(1, "api", "allocation requested", allocation_id="a-9"),
+    ev(
+        2,
+        "workflow",
+        "provisioning",
+        entity_kind="allocation",
+        entity_id="a-9",
+        state_to="provisioning",
+    ),
+    ev(9, "workflow", "active", entity_kind="allocation", entity_id="a-9", state_to="active"),
+]
+
+
+def test_no_failure_at_all_gives_none() -> None:
+    verdict = decide(HEALTHY)
+    assert (verdict.owner_layer, verdict.confidence, verdict.first_failure) == ("none", 1.0, None)
+    assert verdict.explains == []
+
+
+@pytest.mark.parametrize(
+    ("specific", "owner", "confidence"),
+    [
+        (
+            ev(
+                3,
+                "ingress",
+                "SSL_do_handshake() failed: certificate has expired",
+                level="error",
+                owner_hint="cert",
+            ),
+            "cert",
+            0.95,
+        ),
+        (
+            ev(3, "api", "rejected token", level="warning", http_status=401, owner_hint="api_auth"),
+            "api_auth",
+            0.95,
+        ),
+        (
+            ev(
+                3,
+                "ingress",
+                "connect() failed (111: Connection refused)",
+                level="error",
+                owner_hint="ingress",
+            ),
+            "ingress",
+            0.95,
+        ),
+        (
+            ev(3, "node", "ansible-playbook: not found", level="error", owner_hint="deploy"),
+            "deploy",
+            0.95,
+        ),
+        (
+            ev(
+                3,
+                "workflow",
+                "releasing → release_failed",
+                level="error",
+                owner_hint="workflow_state",
+                state_to="release_failed",
+            ),
+            "workflow_state",
+            0.95,
+        ),
+        (
+            ev(
+                3,
+                "db",
+                "canceling statement due to lock timeout",
+                level="error",
+                owner_hint="db",
+                error_type="55P03",
+            ),
+            "db",
+            0.95,
+        ),
+        (
+            ev(3, "provider", "job 4711 failed", level="error", owner_hint="provider"),
+            "provider",
+            0.95,
+        ),
+        (
+            ev(3, "api", "odd: the ingress blamed by the API", level="error", owner_hint="ingress"),
+            "ingress",
+            0.8,
+        ),
+    ],
+)
+def test_each_owner_layer_wins_over_the_wrapper_that_follows(specific, owner, confidence) -> None:  # type: ignore[no-untyped-def]
+    wrapper = ev(
+        4,
+        "api",
+        "provisioning failed",
+        level="error",
+        error_type="RuntimeError",
+        owner_hint="unknown",
+    )
+    symptom = ev(5, "workflow", "provision_failed", level="error", state_to="provision_failed")
+    verdict = decide([*HEALTHY[:2], specific, wrapper, symptom])
+    assert verdict.owner_layer == owner
+    assert verdict.first_failure is specific
+    assert verdict.explains == [wrapper, symptom]
+    assert verdict.confidence == pytest.approx(confidence)
+
+
+def test_a_wrapper_never_wins_even_when_it_is_earlier_than_nothing_specific() -> None:
+    wrapper = ev(4, "api", "provisioning failed", level="error", owner_hint="unknown")
+    http_500 = ev(5, "ingress", "GET /v1/allocations/a-9", http_status=500)
+    verdict = decide([*HEALTHY, wrapper, http_500])
+    assert verdict.owner_layer == "unknown"
+    assert verdict.confidence == 0.2
+    assert verdict.first_failure is wrapper
+    assert verdict.explains == [http_500]
+
+
+def test_the_earliest_specific_failure_wins_and_rivals_lower_confidence() -> None:
+    cert = ev(3, "ingress", "certificate has expired", level="error", owner_hint="cert")
+    db = ev(6, "db", "deadlock detected", level="error", owner_hint="db")
+    verdict = decide([cert, db])
+    assert verdict.owner_layer == "cert"
+    assert verdict.explains == [db]
+    assert verdict.confidence == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("event", "failure"),
+    [
+        (ev(0, "api", "ok"), False),
+        (ev(0, "api", "boom", level="error"), True),
+        (ev(0, "api", "boom", level="critical"), True),
+        (ev(0, "ingress", "GET /", http_status=503), True),
+        (ev(0, "ingress", "GET /", http_status=404), False),
+        (ev(0, "workflow", "x", state_to="release_failed"), True),
+        (ev(0, "api", "x", owner_hint="api_auth", level="warning"), True),
+    ],
+)
+def test_what_counts_as_a_failure(event, failure) -> None:  # type: ignore[no-untyped-def]
+    assert is_failure(event) is failure

@@ -1,0 +1,121 @@
+"""A throwaway PostgreSQL cluster for integration tests (register with ``pytest_plugins``).
+
+- ``postgres_dsn`` (session): starts a fresh cluster with ``initdb``/``pg_ctl`` on a temporary
+  data directory, listening on 127.0.0.1 only on a free port, trust authentication, and yields
+  a libpq DSN for its ``postgres`` database; stops the cluster and deletes the directory at the
+  end of the session. Skips, saying why, when the PostgreSQL server binaries are not installed
+  (Debian: ``apt-get install postgresql``) or cannot be run.
+
+PostgreSQL refuses to run as root; under root the binaries run as the ``postgres`` user via
+``runuser``. Binaries are looked up on ``PATH``, then in ``/usr/lib/postgresql/*/bin``
+(Debian/Ubuntu keep them off ``PATH``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port
+
+__all__ = ["postgres_dsn"]
+
+_START_TIMEOUT_S = 60
+
+
+def _bin_dir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found and shutil.which("initdb"):
+        return Path(found).resolve().parent
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(candidate) / "pg_ctl").exists() and (Path(candidate) / "initdb").exists():
+            return Path(candidate)
+    return None
+
+
+def _runner() -> list[str] | str:
+    """The command prefix to run server binaries, or why they cannot be run."""
+    if os.geteuid() != 0:
+        return []
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        return "running as root and runuser is missing (PostgreSQL refuses to run as root)"
+    try:
+        import pwd
+
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "running as root and there is no 'postgres' user to run PostgreSQL as"
+    return [runuser, "-u", "postgres", "--"]
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=_START_TIMEOUT_S, check=False
+    )
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A DSN of a freshly started, throwaway PostgreSQL on 127.0.0.1."""
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    prefix = _runner()
+    if isinstance(prefix, str):
+        pytest.skip(prefix)
+    root = Path(tempfile.mkdtemp(prefix="correlator-pg-"))
+    data = root / "data"
+    if prefix:
+        shutil.chown(root, user="postgres")
+    port = free_port()
+    initdb = _run(
+        [
+            *prefix,
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ]
+    )
+    if initdb.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"initdb failed: {initdb.stderr.strip()[-500:]}")
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
+    started = _run(
+        [
+            *prefix,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(root / "server.log"),
+            "-w",
+            "-t",
+            str(_START_TIMEOUT_S),
+            "start",
+        ]
+    )
+    if started.returncode != 0:
+        log = (root / "server.log").read_text(errors="replace")[-1000:]
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"pg_ctl start failed: {started.stderr.strip()} {log}")
+    try:
+        yield f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+    finally:
+        _run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"])
+        shutil.rmtree(root, ignore_errors=True)
