@@ -4,8 +4,9 @@
   dead letters of every spool under DIR, read without disturbing a live owner.
 - ``agent-logging drain --spool-dir DIR --loki-url URL [--timeout-s N]``: the gate before a
   reimage. Ships everything spooled (its owner may be gone; a live owner is left to ship its
-  own), then queries Loki until every spooled record is visible. Exit 0 only then; exit 1
-  with the count of what is missing otherwise; exit 2 for bad arguments.
+  own, and waited for until what was spooled at the start has left its spool), then queries
+  Loki until every spooled record is visible. Exit 0 only then; exit 1 with the count of
+  what is missing otherwise; exit 2 for bad arguments (a missing DIR included).
 """
 
 from __future__ import annotations
@@ -154,18 +155,43 @@ def _collect(directories: Sequence[Path], node_id_label: bool) -> _Expected:
     return expected
 
 
-def _ship(directory: Path, client: LokiClient, args: argparse.Namespace, deadline: float) -> str:
+def _shipped_by_owner(directory: Path, expected: _Expected, node_id_label: bool) -> bool:
+    """Whether a live owner has shipped every record its spool held when drain started.
+
+    The owner goes on logging, so its spool may never be empty; but it acknowledges in
+    order, so once the oldest record left is not one drain collected, all those are gone.
+    """
+    head = next(_records(directory), None)
+    if head is None:
+        return True
+    entry = entry_from_record(
+        head.ts_ns,
+        head.payload,
+        node_id_label=node_id_label,
+        default_labels=_default_labels(directory),
+    )
+    keys = expected.streams.get(render_labels(entry.labels), set())
+    return (entry.ts_ns, _digest(entry.line)) not in keys
+
+
+def _ship(
+    directory: Path,
+    client: LokiClient,
+    args: argparse.Namespace,
+    deadline: float,
+    expected: _Expected,
+) -> str:
     """Ship one spool; returns a problem sentence or ""."""
     if not directory.exists():
         return ""  # adopted, emptied and removed by a live process since we listed it
     spool = Spool.try_open(directory)
     if spool is None:
-        # A live owner ships its own spool: wait for it to empty.
+        # A live owner ships its own spool: wait until what drain collected has left it.
         while time.monotonic() < deadline:
             if next(_records(directory), None) is None:
                 return ""
             time.sleep(_POLL_S)
-        return f"{directory}: its owner (pid {_owner(directory)}) did not empty it in time"
+        return f"{directory}: its owner (pid {_owner(directory)}) did not ship it in time"
     with spool:
         shipper = Shipper(
             spool,
@@ -246,7 +272,7 @@ def _drain(args: argparse.Namespace) -> int:
     problems = []
     with client:
         for directory in directories:
-            problem = _ship(directory, client, args, deadline)
+            problem = _ship(directory, client, args, deadline, expected)
             if problem:
                 problems.append(problem)
         refused = _dead_lettered(directories)

@@ -75,7 +75,12 @@ def add_error(logger: object, method_name: str, event_dict: EventDict) -> EventD
     elif isinstance(exc_info, tuple) and len(exc_info) == 3:
         exc = exc_info[1]
     if exc is not None:
-        error = error_info(exc, owner_layer=owner_layer if isinstance(owner_layer, str) else None)
+        given = (
+            owner_layer
+            if owner_layer is None or isinstance(owner_layer, str)
+            else repr(owner_layer)
+        )
+        error = error_info(exc, owner_layer=given)
         stack = "".join(traceback.format_exception(exc))
         error["stack"] = stack[-MAX_STACK_CHARS:]
         event_dict["error"] = error
@@ -88,6 +93,7 @@ def add_error(logger: object, method_name: str, event_dict: EventDict) -> EventD
             "chain": [],
         }
         if not valid:
-            error["owner_layer_invalid"] = repr(owner_layer)[:100]
+            text = owner_layer if isinstance(owner_layer, str) else repr(owner_layer)
+            error["owner_layer_invalid"] = text[:100]
         event_dict["error"] = error
     return event_dict

@@ -1,8 +1,9 @@
 """nginx evidence: access logs (a JSON ``log_format`` or ``combined`` + ``$request_id``) and the
 error log, told apart line by line.
 
-Access log, JSON (``log_format NAME escape=json '{...}'``): one object per line. Accepted
-field names (the first present wins; ``""`` and ``"-"`` count as absent):
+Access log, JSON (``log_format NAME escape=json '{...}'``; without ``escape=json`` nginx writes
+its default ``\\xHH`` escapes, which are read too): one object per line. Accepted field names
+(the first present wins; ``""`` and ``"-"`` count as absent):
 
 - time: ``msec`` (``1795353079.123``), ``time_iso8601``, ``time_local``, ``timestamp``,
   ``@timestamp``, ``time``, ``ts``;
@@ -82,6 +83,7 @@ _ERRNO = re.compile(r"\((\d{1,5}): ([^)]*)\)", re.ASCII)
 _ACTION = re.compile(r" while ([^,]+)$")
 _COUNT = re.compile(r"\d{1,18}", re.ASCII)  # fits DuckDB's BIGINT (and JSON readers' int64)
 _ESCAPE = re.compile(rb"\\x([0-9A-Fa-f]{2})")
+_ESCAPE_RUN = re.compile(r"(?:\\x[0-9A-Fa-f]{2})+")
 _SERVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}", re.ASCII)
 _STATUS_LIST = re.compile(r"\d{3}(?:\s*[,:]\s*\d{3})*")
 _DURATION = re.compile(r"\d+\.\d+(?:\s*[,:]\s*(?:\d+\.\d+|-))*")
@@ -277,6 +279,12 @@ def _unescape(value: str) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
+def _json_escape(run: re.Match[str]) -> str:
+    """A run of ``\\xHH`` escapes as the JSON string content of the bytes they stand for."""
+    data = bytes.fromhex(run[0].replace("\\x", ""))
+    return orjson.dumps(data.decode("utf-8", "backslashreplace")).decode()[1:-1]
+
+
 def _clip(value: str) -> str:
     return value if len(value) <= _MAX_ATTR_CHARS else value[: _MAX_ATTR_CHARS - 1] + "…"
 
@@ -452,7 +460,14 @@ def _access_json(text: str, raw: bytes, line_no: int, origin: str) -> Event | Re
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        return _reject(origin, line_no, f"is not valid JSON: {exc}", raw)
+        # A JSON log_format without escape=json gets nginx's default escaping (\x22): JSON
+        # that is invalid only for that is read after turning the escapes into JSON ones.
+        if "\\x" not in text:
+            return _reject(origin, line_no, f"is not valid JSON: {exc}", raw)
+        try:
+            obj = orjson.loads(_ESCAPE_RUN.sub(_json_escape, text))
+        except orjson.JSONDecodeError:
+            return _reject(origin, line_no, f"is not valid JSON: {exc}", raw)
     if not isinstance(obj, dict):
         return _reject(origin, line_no, f"is a JSON {type(obj).__name__}, not an object", raw)
     ts_ns: int | None = None

@@ -372,7 +372,7 @@ def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reje
     raw_bytes = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
     raw = raw_bytes.decode()
     event = transition_event(
-        fields,
+        {key: value for key, value in fields.items() if value is not None},  # NULL: absent
         raw=raw,
         digest=content_hash(_SOURCE, raw_bytes),
         origin=origin,

@@ -554,6 +554,7 @@ def test_shipping_health_is_logged_periodically(loki: LokiServer, tmp_path: Path
     assert record["level"] == "info"
     assert all(key in record for key in HEALTH_KEYS)
     assert all(isinstance(record[key], int) for key in HEALTH_KEYS if key != "oldest_unsent_age_s")
+    agent_logging.shutdown(timeout_s=5.0)  # its last health record ships before Loki stops
 
 
 def test_durable_configuration_creates_the_service_spool(tmp_path: Path) -> None:

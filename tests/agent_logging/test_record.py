@@ -133,7 +133,7 @@ def test_explicit_owner_layer_wins_and_works_without_an_exception(captured: Capt
     }
     log.error("odd", owner_layer="the moon")
     assert sink.last()["error"]["owner_layer"] == "unknown"
-    assert sink.last()["error"]["owner_layer_invalid"] == "'the moon'"
+    assert sink.last()["error"]["owner_layer_invalid"] == "the moon"
 
 
 def test_stdlib_records_from_libraries_carry_the_same_fields(captured: Capture) -> None:

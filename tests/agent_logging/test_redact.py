@@ -399,14 +399,14 @@ def test_redact_text_never_raises_and_is_idempotent(text: str) -> None:
     assert redact_text(once) == once
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(SECRETISH)
 def test_redact_text_is_idempotent_near_secrets(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(SECRETISH)
 def test_prefilter_never_hides_a_secret(text: str) -> None:
     assert _scan(text) == _scan_unfiltered(text)

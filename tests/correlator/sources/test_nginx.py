@@ -714,6 +714,23 @@ def test_combined_appended_fields(rest: bytes, expected: dict[str, Any]) -> None
     assert item.correlation_id == expected.get("request_id")
 
 
+def test_json_format_without_escape_json() -> None:
+    """``log_format ... '{...}'`` without ``escape=json`` writes nginx's default escapes."""
+    line = (
+        b'{"time_local":"22/Nov/2026:13:11:19 +0000","request":"GET /caf\\xC3\\xA9 HTTP/1.1",'
+        b'"status":"200","http_user_agent":"say \\x22hi\\x22 \\x5C \\xFF"}'
+    )
+    (item,) = read(line)
+    assert isinstance(item, Event)
+    assert (item.http_path, item.attrs["user_agent"]) == ("/caf\u00e9", 'say "hi" \\ \\xff')
+    assert item.raw == line.decode()
+    (reject,) = read(line.replace(b'"status"', b"status"))
+    assert isinstance(reject, Reject)
+    assert reject.reason == (
+        "line 1 is not valid JSON: invalid escaped sequence in string: line 1 column 63 (char 62)"
+    )
+
+
 @pytest.mark.parametrize(
     ("fields", "ts_ns"),
     [

@@ -1,0 +1,410 @@
+"""The k8s adapter: kubectl -o json snapshots of custom resources become projection events."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from correlator.model import Event, Reject, content_hash
+from correlator.sources.k8s import iter_documents, parse
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "k8s"
+T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
+S = 1_000_000_000
+QUOTE = "allowed: ASCII letters, digits and . _ : / @ + ~ -"
+
+
+def sample(name: str) -> list[bytes]:
+    return (SAMPLES / name).read_bytes().splitlines()
+
+
+def canonical(item: dict[str, Any]) -> bytes:
+    """The item as the adapter keeps it: sorted keys, without kubectl's bookkeeping."""
+    item = copy.deepcopy(item)
+    item["metadata"].pop("managedFields", None)
+    item["metadata"].get("annotations", {}).pop(
+        "kubectl.kubernetes.io/last-applied-configuration", None
+    )
+    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+
+
+def projection(raw: bytes, origin: str, **fields: Any) -> Event:
+    fields.setdefault("hash", content_hash("k8s", raw))
+    return Event(
+        layer="projection",
+        source="k8s",
+        origin=origin,
+        raw=raw.decode(),
+        entity_kind="ProvisionRequest",
+        **fields,
+    )
+
+
+def test_list_sample() -> None:
+    origin = "provisionrequests.json"
+    lines = sample(origin)
+    items = orjson.loads(b"\n".join(lines))["items"]
+    raw = [canonical(item) for item in items[:3]]
+
+    assert list(parse(lines, origin)) == [
+        projection(
+            raw[0],
+            origin,
+            ts_ns=T0 + 6 * S,  # status.provisionJob.lastTransitionTime
+            message="ProvisionRequest tenant-acme/pr-a-9: Running: waiting for the provider",
+            node_id="n-17",
+            correlation_id="c-1f3a",
+            allocation_id="a-9",
+            workflow_id="aap:4711",
+            entity_id="pr-a-9",
+            state_to="Running",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918273",
+                "uid": "0b1c6c1e-3f6a-4c55-a2b8-6f4c1f1f9a10",
+                "generation": 2,
+                "observed_generation": 2,
+                "provider": "aap",
+                "job_id": "4711",
+                "provider_job": "aap:4711",
+            },
+        ),
+        projection(
+            raw[1],
+            origin,
+            ts_ns=T0 - 79 * S,  # the newest condition
+            message="ProvisionRequest tenant-acme/pr-a-12: Provisioning",
+            allocation_id="a-12",
+            entity_id="pr-a-12",
+            state_to="Provisioning",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918301",
+                "uid": "6a0c1d8e-0f59-4bd6-8d49-5f3f4e1c2b7a",
+            },
+        ),
+        projection(
+            raw[1],
+            origin,
+            hash=content_hash("k8s", raw[1] + b"\nDeleting"),
+            ts_ns=T0 + 521 * S,  # metadata.deletionTimestamp
+            level="warning",
+            message="ProvisionRequest tenant-acme/pr-a-12: deletion requested while Provisioning",
+            allocation_id="a-12",
+            entity_id="pr-a-12",
+            state_from="Provisioning",
+            state_to="Deleting",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918301",
+                "uid": "6a0c1d8e-0f59-4bd6-8d49-5f3f4e1c2b7a",
+                "deleted": True,
+            },
+        ),
+        projection(
+            raw[2],
+            origin,
+            ts_ns=T0 - 4279 * S,  # metadata.creationTimestamp
+            message="ProvisionRequest pr-broken: no status",
+            entity_id="pr-broken",
+            attrs={
+                "resource_version": "17",
+                "rejected_ids": {"workflow_id": f"holds ' ' (U+0020) at position 2; {QUOTE}"},
+            },
+        ),
+        Reject(
+            "k8s",
+            origin,
+            1,
+            "line 1 item 4 is not a Kubernetes object: it lacks field 'kind'",
+            '{"apiVersion":"provisioning.example.com/v1alpha1","metadata":{"name":"pr-no-kind"}}',
+        ),
+    ]
+
+
+def test_watch_events_one_per_line_with_a_broken_one() -> None:
+    origin = "watch.jsonl"
+    lines = sample(origin)
+    first = orjson.dumps(orjson.loads(lines[0])["object"], option=orjson.OPT_SORT_KEYS)
+    last = orjson.dumps(orjson.loads(lines[2])["object"], option=orjson.OPT_SORT_KEYS)
+    common = {"entity_id": "pr-a-9", "workflow_id": "aap:4711"}
+
+    items = list(parse(lines, origin))
+
+    assert items == [
+        projection(
+            first,
+            origin,
+            ts_ns=T0 + 1121 * S,
+            level="error",
+            message="ProvisionRequest tenant-acme/pr-a-9: Failed: "
+            "job 4711 failed: host unreachable",
+            allocation_id="a-9",
+            state_to="Failed",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918400",
+                "provider": "aap",
+                "job_id": "4711",
+                "provider_job": "aap:4711",
+            },
+            **common,
+        ),
+        Reject(
+            "k8s",
+            origin,
+            2,
+            "line 2 starts a JSON document that breaks at line 3: Expecting ',' delimiter "
+            "(column 1)",
+            lines[1].decode() + "\n" + lines[2].decode()[: 199 - len(lines[1])],
+        ),
+        projection(
+            last,
+            origin,
+            ts_ns=T0 + 1121 * S,
+            level="error",
+            message="ProvisionRequest tenant-acme/pr-a-9: Failed",
+            state_to="Failed",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918500",
+                "job_id": "aap:4711",
+                "provider_job": "aap:4711",
+            },
+            **common,
+        ),
+        projection(
+            last,
+            origin,
+            hash=content_hash("k8s", last + b"\nDeleting"),
+            ts_ns=T0 + 1181 * S,
+            level="warning",
+            message="ProvisionRequest tenant-acme/pr-a-9: deletion requested while Failed",
+            state_from="Failed",
+            state_to="Deleting",
+            attrs={
+                "namespace": "tenant-acme",
+                "resource_version": "918500",
+                "job_id": "aap:4711",
+                "provider_job": "aap:4711",
+                "deleted": True,
+            },
+            **common,
+        ),
+    ]
+
+
+def cr(**status: Any) -> dict[str, Any]:
+    return {
+        "kind": "VMRequest",
+        "metadata": {"name": "vm-1", "creationTimestamp": "2026-11-22T13:11:19Z"},
+        "status": status,
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "state", "level"),
+    [
+        ({"provisionJob": {"state": "Succeeded"}, "phase": "Ready"}, "Succeeded", "info"),
+        ({"phase": "Failed"}, "Failed", "error"),
+        ({"state": "Canceled"}, "Canceled", "warning"),
+        ({"state": "ProvisionFailed"}, "ProvisionFailed", "error"),
+        ({}, None, "info"),
+    ],
+)
+def test_state_and_level(status: dict[str, Any], state: str | None, level: str) -> None:
+    (item,) = parse([orjson.dumps(cr(**status))], "f")
+
+    assert isinstance(item, Event)
+    assert (item.state_to, item.level) == (state, level)
+
+
+@pytest.mark.parametrize(
+    ("status", "offset_s", "unreadable"),
+    [
+        ({"lastUpdated": "2026-11-22T13:11:29Z"}, 10, None),
+        (
+            {"lastUpdated": "soon", "conditions": [{"lastTransitionTime": "2026-11-22T13:11:39Z"}]},
+            20,
+            {"status.lastUpdated": "soon"},
+        ),
+        (
+            {
+                "conditions": [
+                    {"lastTransitionTime": "2026-11-22T13:11:49Z"},
+                    {"lastTransitionTime": "2026-11-22T13:11:39Z"},
+                    {"lastTransitionTime": 5},
+                ]
+            },
+            30,
+            {"status.conditions[].lastTransitionTime": 5},
+        ),
+        ({}, 0, None),
+    ],
+)
+def test_most_specific_time(
+    status: dict[str, Any], offset_s: int, unreadable: dict[str, Any] | None
+) -> None:
+    (item,) = parse([orjson.dumps(cr(**status))], "f")
+
+    assert isinstance(item, Event)
+    assert item.ts_ns == T0 + offset_s * S
+    assert item.attrs.get("unreadable_times") == unreadable
+
+
+@pytest.mark.parametrize(
+    ("metadata", "spec", "ids"),
+    [
+        (
+            {
+                "labels": {"example.com/allocation-id": "a-1", "node_id": "n-1"},
+                "annotations": {"example.com/Correlation-ID": "c-1", "allocation_id": "a-2"},
+            },
+            {},
+            {"allocation_id": "a-1", "node_id": "n-1", "correlation_id": "c-1"},
+        ),
+        # A key merely containing an identifier name is not one of ours.
+        ({"labels": {"example.com/preallocation-id": "x", "allocation-id-hint": "y"}}, {}, {}),
+        (
+            {},
+            {"allocationId": "a-3", "workflow_id": "wf-3", "nodeInstanceId": "ni-3"},
+            {"allocation_id": "a-3", "workflow_id": "wf-3", "node_instance_id": "ni-3"},
+        ),
+        ({"labels": {"x.io/node-id": 17}}, {}, {"node_id": "17"}),
+    ],
+)
+def test_identifier_convention(
+    metadata: dict[str, Any], spec: dict[str, Any], ids: dict[str, str]
+) -> None:
+    obj = cr()
+    obj["metadata"].update(metadata)
+    obj["spec"] = spec
+
+    (item,) = parse([orjson.dumps(obj)], "f")
+
+    assert isinstance(item, Event)
+    found = {
+        key: getattr(item, key)
+        for key in ("node_id", "node_instance_id", "correlation_id", "allocation_id", "workflow_id")
+    }
+    assert {k: v for k, v in found.items() if v is not None} == ids
+
+
+def test_hash_follows_the_resource_version() -> None:
+    obj = cr(phase="Running")
+    once = list(parse([orjson.dumps(obj)], "a"))
+    again = list(parse(orjson.dumps(obj, option=orjson.OPT_INDENT_2).splitlines(), "b"))
+    obj["metadata"]["resourceVersion"] = "2"
+    changed = list(parse([orjson.dumps(obj)], "a"))
+
+    assert [e.hash for e in once] == [e.hash for e in again]  # type: ignore[union-attr]
+    assert [e.hash for e in once] != [e.hash for e in changed]  # type: ignore[union-attr]
+
+
+GOOD = orjson.dumps(cr(phase="Running"))
+
+
+@pytest.mark.parametrize(
+    ("lines", "reasons"),
+    [
+        (
+            [b"{", b'  "kind": "X",', b'  "metadata": {"name": "x"'],
+            [
+                "line 2 starts a JSON document that breaks at line 5: Expecting ',' delimiter "
+                "(column 1)"
+            ],
+        ),
+        (
+            [b"{", b'  "kind": "X\xff",', b'  "metadata": {"name": "x"}', b"}"],
+            [
+                "line 3 is not valid UTF-8 (byte 0xff at offset 12)",
+                "line 2 starts a document (to line 5) that spans rejected line 3",
+            ],
+        ),
+        ([b'{"kind": "X", "n": NaN}'], ["line 2 is not valid JSON: NaN is not JSON"]),
+        (
+            [b'{"kind": "X", "n": "\\ud800"}'],
+            ["line 2 is not valid JSON: no low surrogate in string: line 1 column 21 (char 20)"],
+        ),
+        ([b'"just text"'], ["line 2 is not a JSON object"]),
+        ([b'{"kind": "X"}'], ["line 2 is not a Kubernetes object: it lacks field 'metadata.name'"]),
+        (
+            [b'{"kind": "X", "metadata": {"name": "x", "creationTimestamp": "today"}}'],
+            [
+                "line 2 (X x) has no readable time: none of status.provisionJob.lastTransitionTime,"
+                " status.lastUpdated, status.conditions[].lastTransitionTime, "
+                "metadata.creationTimestamp"
+            ],
+        ),
+        ([b"x" * 1_048_577], ["line 2 is 1,048,577 bytes; the limit is 1,048,576"]),
+        ([b"]"], ["line 2 is not valid JSON: Expecting value (column 1)"]),
+    ],
+)
+def test_bad_documents_are_rejected_and_the_rest_kept(
+    lines: list[bytes], reasons: list[str]
+) -> None:
+    items = list(parse([GOOD, *lines, GOOD], "f"))
+
+    assert [r.reason for r in items if isinstance(r, Reject)] == reasons
+    assert len([e for e in items if isinstance(e, Event)]) == 2
+
+
+def test_documents_framing() -> None:
+    lines = [b"", b"[", b"  {}", b"]  {", b'"a": 1}', b"  ", b"7 8"]
+
+    assert list(iter_documents(lines, "k8s", "f")) == [
+        (2, [{}]),
+        (4, {"a": 1}),
+        (7, 7),
+        (7, 8),
+    ]
+
+
+@given(st.lists(st.binary(max_size=40), max_size=8))
+def test_parse_never_raises_on_bytes(lines: list[bytes]) -> None:
+    for item in parse(lines, "f"):
+        assert isinstance(item, Event | Reject)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "kind",
+                    "metadata",
+                    "name",
+                    "status",
+                    "items",
+                    "phase",
+                    "creationTimestamp",
+                    "labels",
+                    "provisionJob",
+                    "state",
+                    "deletionTimestamp",
+                    "object",
+                    "type",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_parse_never_raises_on_json(document: Any) -> None:
+    lines = orjson.dumps(document, option=orjson.OPT_INDENT_2).splitlines()
+
+    for item in parse(lines, "f"):
+        assert isinstance(item, Event | Reject)

@@ -1,0 +1,478 @@
+"""The workflow adapter: NDJSON transitions, and the same from a real PostgreSQL audit table."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from correlator.errors import QueryError, SourceError
+from correlator.model import Event, Reject, content_hash
+from correlator.sources.workflow import parse, read_audit_table
+from tests.pg import postgres_dsn  # noqa: F401 - the fixture, until conftest registers tests.pg
+from tests.servers import free_port
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "workflow"
+ORIGIN = "transitions.jsonl"
+T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
+S = 1_000_000_000
+
+
+def sample_lines() -> list[bytes]:
+    return (SAMPLES / "transitions.jsonl").read_bytes().splitlines()
+
+
+def transition(raw: bytes, origin: str = ORIGIN, **fields: Any) -> Event:
+    fields.setdefault("service", "workflow-worker")
+    return Event(
+        layer="workflow",
+        source="workflow",
+        origin=origin,
+        raw=raw.decode(),
+        hash=content_hash("workflow", raw),
+        **fields,
+    )
+
+
+def test_sample_file() -> None:
+    lines = sample_lines()
+
+    assert list(parse(lines, ORIGIN)) == [
+        transition(
+            lines[0],
+            ts_ns=T0,
+            message="allocation a-9: requested",
+            correlation_id="c-1f3a",
+            allocation_id="a-9",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_to="requested",
+            attrs={"provider": "aap"},
+        ),
+        transition(
+            lines[1],
+            ts_ns=T0 + 1_250_000_000,
+            message="allocation a-9: requested → provisioning",
+            node_id="n-17",
+            allocation_id="a-9",
+            workflow_id="wf-1",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_from="requested",
+            state_to="provisioning",
+            attrs={"provider": "aap"},
+        ),
+        transition(
+            lines[2],
+            ts_ns=T0 + 1801 * S,
+            level="error",
+            message="allocation a-9: releasing → release_failed (occupancy=cleanup)",
+            owner_hint="workflow_state",
+            node_id="n-17",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_from="releasing",
+            state_to="release_failed",
+            attrs={"occupancy": "cleanup", "provider": "aap"},
+        ),
+        transition(
+            lines[3],
+            ts_ns=T0 + 1802 * S,
+            level="error",
+            message="workflow wf-2: running → failed",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            entity_kind="workflow",
+            entity_id="wf-2",
+            state_from="running",
+            state_to="failed",
+            attrs={"step": "wipe-disks", "reason": "timeout after 600 s"},
+        ),
+        transition(
+            lines[4],
+            ts_ns=T0 + 1803 * S,
+            service=None,
+            level="warning",
+            message="node n-17: fenced (occupancy=cleanup)",
+            node_id="n-17",
+            entity_kind="node",
+            entity_id="n-17",
+            state_to="fenced",
+            attrs={"occupancy": "cleanup", "retries": 3},
+        ),
+        Reject(
+            "workflow",
+            ORIGIN,
+            7,
+            "line 7 lacks field 'to' (also read as to_state, state_to, state)",
+            lines[6].decode(),
+        ),
+        Reject("workflow", ORIGIN, 8, "line 8 lacks field 'entity_id'", lines[7].decode()),
+    ]
+
+
+GOOD = b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"allocation","entity_id":"a-1","to":"x"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"allocation"',
+            "line 2 is not valid JSON: unexpected end of data: line 1 column 56 (char 55)",
+        ),
+        (b"[]", "line 2 is not a JSON object"),
+        (b'{"entity_kind":"allocation","entity_id":"a-1","to":"x"}', "line 2 lacks field 'ts'"),
+        (
+            b'{"ts":"noon","entity_kind":"allocation","entity_id":"a-1","to":"x"}',
+            "line 2 has a field 'ts' that is not an RFC 3339 timestamp: 'noon' is not an RFC 3339 "
+            "timestamp (expected e.g. 2026-11-22T13:11:19.123Z)",
+        ),
+        (
+            b'{"ts":12,"entity_kind":"allocation","entity_id":"a-1","to":"x"}',
+            "line 2 has a field 'ts' that is a int, not RFC 3339 text",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19Z","entity_id":"a-1","to":"x"}',
+            "line 2 lacks field 'entity_kind'",
+        ),
+        (
+            b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"a","entity_id":"\xe9","to":"x"}',
+            "line 2 is not valid UTF-8 (byte 0xe9 at offset 60)",
+        ),
+        (b" " * 1_048_577, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+    ],
+)
+def test_bad_lines_are_rejected_and_batch_mates_kept(line: bytes, reason: str) -> None:
+    items = list(parse([GOOD, line, GOOD], ORIGIN))
+
+    assert [type(item).__name__ for item in items] == ["Event", "Reject", "Event"]
+    assert isinstance(items[1], Reject)
+    assert (items[1].line_no, items[1].reason) == (2, reason)
+
+
+def test_hostile_identifiers_are_dropped_not_stored() -> None:
+    line = orjson.dumps(
+        {
+            "ts": "2026-11-22T13:11:19Z",
+            "entity_kind": "allocation",
+            "entity_id": "a'; DROP TABLE x; --",
+            "to": "requested",
+            "workflow_id": "wf 2",
+        }
+    )
+
+    (item,) = parse([line], ORIGIN)
+
+    assert isinstance(item, Event)
+    assert (item.entity_id, item.allocation_id, item.workflow_id) == (
+        "a'; DROP TABLE x; --",
+        None,
+        None,
+    )
+    assert item.attrs == {
+        "rejected_ids": {
+            "workflow_id": "holds ' ' (U+0020) at position 2; allowed: ASCII letters, digits "
+            "and . _ : / @ + ~ -",
+            "allocation_id": 'holds "\'" (U+0027) at position 1; allowed: ASCII letters, '
+            "digits and . _ : / @ + ~ -",
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "occupancy", "level", "owner"),
+    [
+        ("provision_failed", None, "error", "workflow_state"),
+        ("deprovision_failed", None, "error", None),
+        ("error", "cleanup", "error", None),
+        ("released", "cleanup", "warning", None),
+        ("released", "free", "info", None),
+    ],
+)
+def test_levels_and_owner(state: str, occupancy: str | None, level: str, owner: str | None) -> None:
+    record: dict[str, Any] = {
+        "ts": "2026-11-22T13:11:19Z",
+        "entity_kind": "allocation",
+        "entity_id": "a-1",
+        "state_to": state,
+    }
+    if occupancy is not None:
+        record["attributes"] = {"occupancy": occupancy}
+
+    (item,) = parse([orjson.dumps(record)], ORIGIN)
+
+    assert isinstance(item, Event)
+    assert (item.level, item.owner_hint) == (level, owner)
+
+
+@given(st.lists(st.binary(max_size=80), max_size=8))
+def test_parse_never_raises(lines: list[bytes]) -> None:
+    items = list(parse(lines, ORIGIN))
+
+    assert len(items) <= len(lines)
+
+
+# -- the audit table (real PostgreSQL) ------------------------------------------------------
+
+AUDIT_DDL = """
+CREATE TABLE {table} (
+    id bigserial PRIMARY KEY,
+    ts timestamptz NOT NULL,
+    entity_kind text,
+    entity_id text,
+    from_state text,
+    to_state text,
+    attributes jsonb,
+    allocation_id text,
+    workflow_id text,
+    node_id text,
+    correlation_id text
+)
+"""
+AUDIT_ROWS = [
+    (
+        "2026-11-22T13:11:19.000001Z",
+        "allocation",
+        "a-9",
+        None,
+        "requested",
+        None,
+        None,
+        None,
+        None,
+        "c-1f3a",
+    ),
+    (
+        "2026-11-22T13:41:20Z",
+        "allocation",
+        "a-9",
+        "releasing",
+        "release_failed",
+        '{"occupancy": "cleanup", "provider": "aap"}',
+        "a-9",
+        "wf-2",
+        "n-17",
+        None,
+    ),
+    (
+        "2026-11-22T13:41:21Z",
+        "allocation",
+        "a-9",
+        "release_failed",
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ),
+]
+
+
+@pytest.fixture
+def audit_table(postgres_dsn: str) -> Iterator[str]:  # noqa: F811 - the imported fixture
+    """A fresh audit table holding AUDIT_ROWS; its name."""
+    table = f"audit_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(AUDIT_DDL.format(table=table))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {table} (ts, entity_kind, entity_id, from_state, to_state, "  # noqa: S608
+                "attributes, allocation_id, workflow_id, node_id, correlation_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                AUDIT_ROWS,
+            )
+    yield table
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def row_count(dsn: str, table: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
+    return int(row[0]) if row else -1
+
+
+@pytest.mark.integration
+def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:  # noqa: F811
+    items = list(read_audit_table(postgres_dsn, table=audit_table))
+
+    origin = f"postgresql:{audit_table}"
+    raw_1 = (
+        b'{"allocation_id":null,"attributes":null,"correlation_id":"c-1f3a",'
+        b'"entity_id":"a-9","entity_kind":"allocation","from_state":null,"node_id":null,'
+        b'"to_state":"requested","ts":"2026-11-22T13:11:19.000001000Z","workflow_id":null}'
+    )
+    raw_2 = (
+        b'{"allocation_id":"a-9","attributes":{"occupancy":"cleanup","provider":"aap"},'
+        b'"correlation_id":null,"entity_id":"a-9","entity_kind":"allocation",'
+        b'"from_state":"releasing","node_id":"n-17","to_state":"release_failed",'
+        b'"ts":"2026-11-22T13:41:20.000000000Z","workflow_id":"wf-2"}'
+    )
+    assert items[:2] == [
+        transition(
+            raw_1,
+            origin,
+            service=None,
+            ts_ns=T0 + 1000,
+            message="allocation a-9: requested",
+            correlation_id="c-1f3a",
+            allocation_id="a-9",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_to="requested",
+        ),
+        transition(
+            raw_2,
+            origin,
+            service=None,
+            ts_ns=T0 + 1801 * S,
+            level="error",
+            message="allocation a-9: releasing → release_failed (occupancy=cleanup)",
+            owner_hint="workflow_state",
+            node_id="n-17",
+            allocation_id="a-9",
+            workflow_id="wf-2",
+            entity_kind="allocation",
+            entity_id="a-9",
+            state_from="releasing",
+            state_to="release_failed",
+            attrs={"occupancy": "cleanup", "provider": "aap"},
+        ),
+    ]
+    reject = items[2]
+    assert isinstance(reject, Reject)
+    assert (reject.origin, reject.line_no, reject.reason) == (
+        origin,
+        3,
+        "row 3 lacks field 'to' (also read as to_state, state_to, state)",
+    )
+    # Reading again gives the same hashes: re-ingesting adds nothing.
+    again = list(read_audit_table(postgres_dsn, table=audit_table))
+    assert [getattr(i, "hash", None) for i in again] == [getattr(i, "hash", None) for i in items]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("since_ns", "states"),
+    [
+        (T0 + 1000, ["requested", "release_failed"]),  # inclusive, to the microsecond
+        (T0 + 1001, ["release_failed"]),  # rounded up: nothing earlier than asked
+        (T0 + 1801 * S, ["release_failed"]),
+        (T0 + 1900 * S, []),
+    ],
+)
+def test_since_is_bound_and_inclusive(
+    postgres_dsn: str,  # noqa: F811
+    audit_table: str,
+    since_ns: int,
+    states: list[str],
+) -> None:
+    items = read_audit_table(postgres_dsn, table=audit_table, since_ns=since_ns)
+
+    assert [i.state_to for i in items if isinstance(i, Event)] == states
+
+
+@pytest.mark.integration
+def test_custom_column_names_and_schema(postgres_dsn: str) -> None:  # noqa: F811
+    schema = f"s_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(
+            f"CREATE TABLE {schema}.history (changed_at timestamp, alloc text, "
+            "old_state text, new_state text, extra jsonb)"
+        )
+        conn.execute(
+            f"INSERT INTO {schema}.history VALUES "  # noqa: S608
+            "('2026-11-22 13:11:19.5', 'a-3', 'provisioning', 'provision_failed', "
+            """'{"provider": "eda"}')"""
+        )
+    try:
+        (item,) = read_audit_table(
+            postgres_dsn,
+            table=f"{schema}.history",
+            columns={
+                "ts": "changed_at",
+                "entity_kind": None,
+                "entity_id": "alloc",
+                "from_state": "old_state",
+                "to_state": "new_state",
+                "attributes": "extra",
+                "allocation_id": None,
+                "workflow_id": None,
+                "node_id": None,
+                "correlation_id": None,
+            },
+        )
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+    assert isinstance(item, Event)
+    assert (item.ts_ns, item.entity_kind, item.allocation_id, item.message, item.attrs) == (
+        T0 + 500_000_000,  # a timestamp without zone is read as UTC
+        "allocation",
+        "a-3",
+        "allocation a-3: provisioning → provision_failed",
+        {"provider": "eda"},
+    )
+    assert item.origin == f"postgresql:{schema}.history"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"table": "allocation_audit; DROP TABLE allocation_audit"}, "is not a plain SQL name"),
+        ({"table": 'allocation_audit" ; DROP TABLE allocation_audit; --'}, "not a plain SQL"),
+        ({"table": "a.b.c"}, "is not a plain SQL name"),
+        ({"table": ""}, "is not a plain SQL name"),
+        ({"since_ns": "0; DROP TABLE allocation_audit"}, "since_ns must be an integer"),
+        ({"since_ns": 1.5}, "since_ns must be an integer"),
+        ({"since_ns": 10**30}, "outside the years 1 to 9999"),
+        ({"columns": {"ts": "ts) FROM pg_shadow --"}}, "column for ts 'ts) FROM pg_shadow --'"),
+        ({"columns": {"tenant": "t"}}, "unknown audit column key 'tenant'"),
+        ({"columns": {"ts": None}}, "needs a timestamp column"),
+    ],
+)
+def test_unsafe_arguments_are_refused_before_connecting(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    # The DSN points nowhere: a QueryError proves nothing was sent.
+    with pytest.raises(QueryError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_audit_table("host=127.0.0.1 port=1 dbname=none", **kwargs)
+
+
+@pytest.mark.integration
+def test_injection_attempts_leave_the_table_alone(
+    postgres_dsn: str,  # noqa: F811
+    audit_table: str,
+) -> None:
+    with pytest.raises(QueryError):
+        read_audit_table(postgres_dsn, table=f"{audit_table}; DROP TABLE {audit_table}")
+    with pytest.raises(QueryError):
+        read_audit_table(postgres_dsn, table=audit_table, since_ns=f"0; DROP TABLE {audit_table}")  # type: ignore[arg-type]
+    # A quoted identifier that merely looks hostile names a table that does not exist.
+    with pytest.raises(SourceError, match="does not exist"):
+        list(read_audit_table(postgres_dsn, table=f"{audit_table}$x"))
+
+    assert row_count(postgres_dsn, audit_table) == len(AUDIT_ROWS)
+
+
+@pytest.mark.integration
+def test_unreachable_database_is_a_source_error_without_the_password() -> None:
+    dsn = f"host=127.0.0.1 port={free_port()} user=u password=s3cret dbname=d connect_timeout=2"
+
+    with pytest.raises(SourceError, match="cannot read the audit table") as caught:
+        list(read_audit_table(dsn))
+
+    assert "s3cret" not in str(caught.value)

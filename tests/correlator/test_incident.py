@@ -1,0 +1,108 @@
+"""The demo incident end to end: native evidence files → adapters → DuckDB → answers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from correlator import demo, incident, queries
+from correlator.errors import NotFoundError, QueryError
+from correlator.store import Store
+from tests.correlator.conftest import DEMO_NOW_NS
+
+
+def test_the_failing_allocation_names_cert_not_the_wrapper(demo_store: Store) -> None:
+    data = incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    assert set(data) >= {"ids", "verdict", "events", "truncated", "clock_offsets"}
+    verdict = data["verdict"]
+    assert verdict["owner_layer"] == "cert"
+    assert verdict["first_failure"]["layer"] == "ingress"
+    assert "certificate has expired" in verdict["first_failure"]["message"]
+    explained = {(e["layer"], e["message"]) for e in verdict["explains"]}
+    assert ("api", "provisioning failed") in explained
+    assert ("workflow", "allocation a-7f3c: provisioning → provision_failed") in explained
+    assert verdict["confidence"] >= 0.8
+    layers = {e["layer"] for e in data["events"]}
+    assert layers == {"node", "ingress", "api", "workflow", "db"}
+    assert data["ids"]["node_instance_id"] == ["ni-3", "ni-4"]
+    assert data["reimages"][0]["from_instance"] == "ni-3"
+    assert data["clock_offsets"]["api:provisioning-api"]["offset_s"] == pytest.approx(
+        -1.196, abs=0.002
+    )
+    assert data["truncated"] is False
+    times = [e.get("corrected_ts_ns", e["ts_ns"]) for e in data["events"]]
+    assert times == sorted(times)
+    # A busy node does not pull in its other allocations.
+    assert data["ids"]["allocation_id"] == [demo.FAILING_ALLOCATION]
+
+
+def test_any_identifier_of_the_incident_leads_to_the_same_verdict(demo_store: Store) -> None:
+    data = incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    correlation = data["verdict"]["first_failure"]["correlation_id"]
+    from_request = incident.timeline_for(demo_store, "correlation_id", correlation)
+    assert from_request["verdict"]["owner_layer"] == "cert"
+    workflow = data["ids"]["workflow_id"][0]
+    assert (
+        incident.timeline_for(demo_store, "workflow_id", workflow)["verdict"]["owner_layer"]
+        == "cert"
+    )
+
+
+def test_a_healthy_allocation_has_no_failure(demo_store: Store) -> None:
+    data = incident.timeline_for(demo_store, "allocation_id", "a-101")
+    assert data["verdict"] == {
+        "owner_layer": "none",
+        "confidence": 1.0,
+        "first_failure": None,
+        "explains": [],
+        "reason": "no failure in the evidence",
+    }
+
+
+def test_findings_and_latency_of_the_demo(demo_store: Store) -> None:
+    found = queries.findings(demo_store, DEMO_NOW_NS)
+    assert [(f["rule"], f["entity_id"]) for f in found] == [
+        ("projection_drift", "prov-a-9e01"),
+        ("release_failed_stuck", demo.STUCK_ALLOCATION),
+    ]
+    assert all(len(h) == 16 for f in found for h in f["evidence"])
+    phases = {(p["phase"], p["provider"]): p for p in queries.latency(demo_store)}
+    assert phases[("provision", "aap")]["p50_s"] > phases[("provision", "eda")]["p50_s"]
+
+
+@pytest.mark.parametrize(
+    ("seed", "message"),
+    [
+        ("allocation_id", "expected KEY=VALUE"),
+        ("tenant=t-1", "unknown identifier 'tenant'"),
+        ("allocation_id=a-9' OR 1=1 --", 'allocation_id holds "\'" (U+0027) at position 3'),
+        ('allocation_id=a"} |~ ".*', "allocation_id holds '\"' (U+0022) at position 1"),
+        ("allocation_id=" + "a" * 300, "allocation_id is 300 characters long"),
+    ],
+)
+def test_hostile_or_malformed_seeds_are_refused_by_name(seed: str, message: str) -> None:
+    with pytest.raises(QueryError, match=re.escape(message)):
+        incident.parse_seed(seed)
+
+
+def test_unknown_identifier_is_not_found(demo_store: Store) -> None:
+    with pytest.raises(NotFoundError, match="no evidence mentions allocation_id=a-nope"):
+        incident.timeline_for(demo_store, "allocation_id", "a-nope")
+
+
+def test_reingesting_the_same_evidence_adds_nothing(tmp_path: Path) -> None:
+    first = demo.build(tmp_path / "d.duckdb", now_ns=DEMO_NOW_NS, seed=7)
+    again = demo.build(tmp_path / "d.duckdb", now_ns=DEMO_NOW_NS, seed=7)
+    assert first["accepted"] > 100 and first["duplicate"] == 0
+    assert (again["accepted"], again["duplicate"]) == (0, first["accepted"])
+    with Store(tmp_path / "d.duckdb") as store:
+        assert store.count() == first["accepted"]
+
+
+def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
+    data = incident.graph_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    assert data["seed"] == {"allocation_id": demo.FAILING_ALLOCATION}
+    assert {p["key"] for p in data["parents"]} == {"node_id"}
+    assert any(link["to_key"] == "workflow_id" for link in data["followed"])
