@@ -143,19 +143,35 @@ def _default_labels(directory: Path) -> dict[str, str]:
     return {"service_name": service, "layer": "unknown", "env": "unknown"}
 
 
-def _collect(directories: Sequence[Path], node_id_label: bool) -> _Expected:
+def _collect(directories: Sequence[Path]) -> _Expected:
+    # Streams are keyed by service_name, layer and env only: a selector of those matches the
+    # stream whether or not its owner also made node_id a label.
     expected = _Expected()
     for directory in directories:
         defaults = _default_labels(directory)
         for record in _records(directory):
             entry = entry_from_record(
-                record.ts_ns, record.payload, node_id_label=node_id_label, default_labels=defaults
+                record.ts_ns, record.payload, node_id_label=False, default_labels=defaults
             )
             expected.add(render_labels(entry.labels), entry.ts_ns, entry.line)
     return expected
 
 
-def _shipped_by_owner(directory: Path, expected: _Expected, node_id_label: bool) -> bool:
+def _node_id_label(choice: str, directory: Path) -> bool:
+    """Whether to ship a spool with ``node_id`` as a label, as its owner would have."""
+    if choice != "auto":
+        return choice == "on"
+    head = next(_records(directory), None)
+    if head is None:
+        return False
+    try:
+        layer = orjson.loads(head.payload).get("layer")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return bool(layer == "node")
+
+
+def _shipped_by_owner(directory: Path, expected: _Expected) -> bool:
     """Whether a live owner has shipped every record its spool held when drain started.
 
     The owner goes on logging, so its spool may never be empty; but it acknowledges in
@@ -165,10 +181,7 @@ def _shipped_by_owner(directory: Path, expected: _Expected, node_id_label: bool)
     if head is None:
         return True
     entry = entry_from_record(
-        head.ts_ns,
-        head.payload,
-        node_id_label=node_id_label,
-        default_labels=_default_labels(directory),
+        head.ts_ns, head.payload, node_id_label=False, default_labels=_default_labels(directory)
     )
     keys = expected.streams.get(render_labels(entry.labels), set())
     return (entry.ts_ns, _digest(entry.line)) not in keys
@@ -188,7 +201,7 @@ def _ship(
     if spool is None:
         # A live owner ships its own spool: wait until what drain collected has left it.
         while time.monotonic() < deadline:
-            if next(_records(directory), None) is None:
+            if _shipped_by_owner(directory, expected):
                 return ""
             time.sleep(_POLL_S)
         return f"{directory}: its owner (pid {_owner(directory)}) did not ship it in time"
@@ -197,7 +210,7 @@ def _ship(
             spool,
             client,
             dead_letter_path=directory / DEAD_LETTER_NAME,
-            node_id_label=args.node_id_label,
+            node_id_label=_node_id_label(args.node_id_label, directory),
             default_labels=_default_labels(directory),
             backoff_max_s=5.0,
         )
@@ -260,7 +273,7 @@ def _drain(args: argparse.Namespace) -> int:
     started = time.monotonic()
     deadline = started + args.timeout_s
     directories = spool_dirs(args.spool_dir)
-    expected = _collect(directories, args.node_id_label)
+    expected = _collect(directories)
     basic = (args.username, args.password or "") if args.username else None
     client = LokiClient(
         args.loki_url,
@@ -312,7 +325,13 @@ def _parser() -> argparse.ArgumentParser:
     drain.add_argument("--password", default=os.environ.get("AGENT_LOGGING_LOKI_PASSWORD"))
     drain.add_argument("--bearer-token", default=os.environ.get("AGENT_LOGGING_LOKI_BEARER_TOKEN"))
     drain.add_argument("--ca-bundle")
-    drain.add_argument("--node-id-label", action="store_true", help="node_id is a stream label")
+    drain.add_argument(
+        "--node-id-label",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="ship orphaned spools with node_id as a stream label (auto: for layer=node, as "
+        "configure() does)",
+    )
     return parser
 
 

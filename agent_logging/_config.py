@@ -46,7 +46,7 @@ class Settings:
     format: Literal["json", "console", "auto"] = "auto"
     capture_stdlib: bool = True
     propagate_hosts: tuple[str, ...] = ()
-    node_id_label: bool = False
+    node_id_label: bool = False  # resolved: on by default for layer "node"
     ids: Mapping[str, str] = field(default_factory=dict)
     loki_url: str | None = None
     loki_tenant: str | None = None
@@ -152,7 +152,10 @@ def resolve(
         format=choice("format", e.FORMAT, "auto", ("json", "console", "auto")),
         capture_stdlib=bool(a.get("capture_stdlib", True)),
         propagate_hosts=tuple(hosts),
-        node_id_label=_flag(pick("node_id_label", e.NODE_ID_LABEL, False)),
+        # Node agents share a service's stream across the fleet; Loki refuses entries more
+        # than an hour behind their stream's newest, so a node's backlog after an outage
+        # would be refused. One stream per node (a bounded label) avoids it.
+        node_id_label=_flag(pick("node_id_label", e.NODE_ID_LABEL, layer == "node")),
         ids=ids,
         loki_url=pick("loki_url", e.LOKI_URL, None),
         loki_tenant=pick("loki_tenant", e.LOKI_TENANT, None),

@@ -34,7 +34,9 @@ PROPAGATE_HOSTS: Final = "AGENT_LOGGING_PROPAGATE_HOSTS"
 Empty by default: baggage never leaks to a host nobody allowed."""
 
 NODE_ID_LABEL: Final = "AGENT_LOGGING_NODE_ID_LABEL"
-"""``1`` to make ``node_id`` a Loki stream label (bounded fleets only). Default ``0``."""
+"""``1`` to make ``node_id`` a Loki stream label, ``0`` not to. Default: on for the ``node``
+layer (one stream per node, so a node's backlog after a long outage is not refused as "too far
+behind" by streams its peers kept pushing to), off for the other layers."""
 
 LOKI_URL: Final = "AGENT_LOGGING_LOKI_URL"
 """Loki base URL, e.g. ``http://loki:3100``. With a spool directory it turns on shipping."""

@@ -8,6 +8,7 @@ same fields as ours. One handler on the root logger turns each ``LogRecord`` int
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Final
 
 from agent_logging import _state
@@ -20,11 +21,24 @@ _RECORD_ATTRS: Final = frozenset(
 )
 
 
+#: Threads the library (or the OpenTelemetry SDK it drives) ships records from.
+_OWN_THREADS: Final = ("agent-logging", "OtelBatch")
+#: The HTTP stacks those threads use: what they log about our own shipping would need shipping
+#: again, a loop (at debug level: one record per request, for ever).
+_HTTP_LOGGERS: Final = frozenset({"httpx", "httpcore", "urllib3", "requests", "opentelemetry"})
+
+
+def _ours(record: logging.LogRecord) -> bool:
+    return record.name.partition(".")[0] in _HTTP_LOGGERS and (
+        threading.current_thread().name.startswith(_OWN_THREADS)
+    )
+
+
 class StdlibBridge(logging.Handler):
     """A handler that sends stdlib records through the active pipeline."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name == _state.internal_logger.name:
+        if record.name == _state.internal_logger.name or _ours(record):
             return
         pipeline = _state.pipeline
         if pipeline is None:

@@ -14,7 +14,9 @@ the machine's cores. Every scenario runs in a fresh child process, against a fre
 
 lines/s = records / (time from the first log call until the server holds the last record);
 the server reports when it saw its count reached, on the machine-wide monotonic clock.
-Caller cost = the logging loop's time / records. The outage scenarios point at a closed port:
+Caller cost = time spent inside the log calls / records, flat out (where the shipper thread
+competes for the GIL on every batch) and paced at ``--paced-rate`` calls/s, closer to a
+service's load, with Loki up and down. The outage scenarios point at a closed port:
 agent_logging spools every record (``--outage-records``) while its RSS is sampled every
 50 ms; LokiHandler pays a refused connection per record, so it logs fewer; LokiQueueHandler
 queues what its listener has not yet failed to send.
@@ -24,7 +26,7 @@ protobuf, snappy, and the test server's own decode + store) explains the through
 
 Run: ``python -m benchmarks.ship [--records N] [--quick] [--skip-baselines]
 [--skip-breakdown] [--json]``; ``--help`` lists every count. The default run takes
-about 1.5 minutes on 2 cores; ``--quick`` divides every count by 10.
+about 1.5-2 minutes on 2 cores; ``--quick`` divides every count by 10 (about 30 s).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ IDS: Final = {
 }
 LABELS: Final = {"service": "bench", "layer": "node", "env": "prod"}
 PUSH_PATH: Final = "/loki/api/v1/push"
+PACED_WARMUP: Final = 500
 BASELINES: Final = (("handler", "LokiHandler 0.3.1"), ("queue", "LokiQueueHandler 0.3.1"))
 
 # -- the measured children (python -m benchmarks.ship --child SCENARIO) ------------------------
@@ -69,37 +72,74 @@ def _emit(**fields: Any) -> None:
 
 
 def _timed_chunks(
-    call: Callable[[int], object], records: int, chunks: int = 10
+    call: Callable[[int], object], records: int, rate: float = 0.0, chunks: int = 10
 ) -> tuple[list[float], list[int]]:
-    """Call ``call(i)`` for every i, in ``chunks`` slices.
+    """Call ``call(i)`` for every i, in ``chunks`` slices, timing only the calls.
+
+    Args:
+        call: one log call.
+        records: how many calls.
+        rate: calls per second to pace at (sleeping between groups of 50 calls, untimed),
+            or 0 for as fast as possible.
+        chunks: how many slices to report.
 
     Returns:
         The µs per call of each slice, and the RSS (KiB) after each.
     """
     size = max(1, -(-records // chunks))
+    group = 50 if rate > 0 else size
+    began = time.monotonic()
     costs, rss = [], []
     for start in range(0, records, size):
         stop = min(records, start + size)
-        began = time.perf_counter()
-        for i in range(start, stop):
-            call(i)
-        costs.append((time.perf_counter() - began) / (stop - start) * 1e6)
+        spent = 0.0
+        for low in range(start, stop, group):
+            clock = time.perf_counter()
+            for i in range(low, min(stop, low + group)):
+                call(i)
+            spent += time.perf_counter() - clock
+            if rate > 0:  # keep to the schedule: call i is due at began + i / rate
+                time.sleep(max(0.0, began + (low + group) / rate - time.monotonic()))
+        costs.append(spent / (stop - start) * 1e6)
         rss.append(rss_kib())
     return costs, rss
 
 
-def _log_and_report(call: Callable[[int], object], records: int) -> RssSampler:
-    """Log, report the timings, wait for the parent's ``finish`` (it waits on the server)."""
+def _log_and_report(
+    call: Callable[[int], object], records: int, rate: float = 0.0, warmup: int = 0
+) -> dict[str, Any]:
+    """Log, report the timings, wait for the parent's ``finish`` (it waits on the server).
+
+    ``warmup`` calls come first, untimed (and reported, for the parent to count them).
+
+    Returns:
+        ``rss`` (the sampler's figures) and ``cpu_us``: this process's CPU time from the
+        first call to ``finish``, per record: logging and shipping together, which unlike
+        wall time hardly depends on what else the machine runs.
+    """
+    for i in range(warmup):
+        call(-1 - i)
     with RssSampler() as rss:
+        cpu0 = time.process_time()
         t0 = time.monotonic()
-        chunk_us, chunk_rss_kib = _timed_chunks(call, records)
+        chunk_us, chunk_rss_kib = _timed_chunks(call, records, rate)
         t1 = time.monotonic()
-        _emit(phase="logged", t0=t0, t1=t1, chunk_us=chunk_us, chunk_rss_kib=chunk_rss_kib)
+        call_us = sum(chunk_us) / len(chunk_us)
+        _emit(
+            phase="logged",
+            warmup=warmup,
+            t0=t0,
+            t1=t1,
+            call_us=call_us,
+            chunk_us=chunk_us,
+            chunk_rss_kib=chunk_rss_kib,
+        )
         sys.stdin.readline()
-    return rss
+        cpu_us = (time.process_time() - cpu0) / records * 1e6
+    return {"rss": rss.figures(), "cpu_us": cpu_us}
 
 
-def child_durable(url: str, records: int) -> None:
+def child_durable(url: str, records: int, rate: float) -> None:
     """Log through the durable path; stay alive (shipping) until the parent says finish."""
     import agent_logging
 
@@ -118,12 +158,18 @@ def child_durable(url: str, records: int) -> None:
         )
         agent_logging.bind(**IDS)
         info = agent_logging.get_logger("bench").info
-        rss = _log_and_report(lambda i: info("task claimed", task="reimage", attempt=i), records)
+        # Paced runs time few calls: the first ones (caches filling) would weigh too much.
+        figures = _log_and_report(
+            lambda i: info("task claimed", task="reimage", attempt=i),
+            records,
+            rate,
+            warmup=PACED_WARMUP if rate > 0 else 0,
+        )
         health = agent_logging.health()
         agent_logging.shutdown(timeout_s=2.0)
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
-    _emit(phase="done", rss=rss.figures(), health=health)
+    _emit(phase="done", **figures, health=health)
 
 
 def child_reference(records: int) -> None:
@@ -135,8 +181,8 @@ def child_reference(records: int) -> None:
     )
     agent_logging.bind(**IDS)
     info = agent_logging.get_logger("bench").info
-    rss = _log_and_report(lambda i: info("task claimed", task="reimage", attempt=i), records)
-    _emit(phase="done", rss=rss.figures())
+    figures = _log_and_report(lambda i: info("task claimed", task="reimage", attempt=i), records)
+    _emit(phase="done", **figures)
 
 
 class _JsonFormatter(logging.Formatter):
@@ -180,10 +226,10 @@ def child_handler(url: str, records: int, *, queued: bool) -> None:
         handler.setFormatter(_JsonFormatter())
     logger.addHandler(handler)
     info = logger.info
-    rss = _log_and_report(
+    figures = _log_and_report(
         lambda i: info("task claimed", extra={**IDS, "task": "reimage", "attempt": i}), records
     )
-    _emit(phase="done", rss=rss.figures())
+    _emit(phase="done", **figures)
     # A queue listener may still be failing its way through an outage's backlog: leave now.
     os._exit(0)
 
@@ -294,9 +340,9 @@ def child_breakdown(records: int) -> None:
     _emit(phase="done")
 
 
-def _child(scenario: str, url: str, records: int) -> None:
+def _child(scenario: str, url: str, records: int, rate: float) -> None:
     if scenario == "durable":
-        child_durable(url, records)
+        child_durable(url, records, rate)
     elif scenario == "reference":
         child_reference(records)
     elif scenario in ("handler", "queue"):
@@ -311,11 +357,16 @@ def _child(scenario: str, url: str, records: int) -> None:
 
 
 def _run(
-    scenario: str, records: int, *, url: str = "", loki: LokiProcess | None = None
+    scenario: str,
+    records: int,
+    *,
+    url: str = "",
+    loki: LokiProcess | None = None,
+    rate: float = 0.0,
 ) -> dict[str, Any]:
     """Run one scenario in a fresh process; with ``loki``, wait until it holds every record."""
     command = [sys.executable, "-m", "benchmarks.ship", "--child", scenario]
-    command += ["--records", str(records), "--url", url]
+    command += ["--records", str(records), "--url", url, "--rate", str(rate)]
     with subprocess.Popen(
         command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as process:
@@ -324,7 +375,8 @@ def _run(
         result: dict[str, Any] = {"records": records, **json.loads(process.stdout.readline())}
         if loki is not None:
             # Bounded: 30 s plus 1 ms a record (LokiHandler's pace is about 2 ms a record).
-            result["stored_at"] = loki.wait_for(records, timeout_s=30.0 + records / 1000)
+            total = records + result.get("warmup", 0)
+            result["stored_at"] = loki.wait_for(total, timeout_s=30.0 + records / 1000)
             result["stored"] = loki.count()
         process.stdin.write("finish\n")
         process.stdin.flush()
@@ -338,7 +390,7 @@ def _rate(run: dict[str, Any]) -> float | None:
 
 
 def _caller_us(run: dict[str, Any]) -> float:
-    return float((run["t1"] - run["t0"]) / run["records"] * 1e6)
+    return float(run["call_us"])
 
 
 def main() -> None:
@@ -348,17 +400,20 @@ def main() -> None:
     parser.add_argument("--outage-records", type=int, default=500_000, help="agent_logging")
     parser.add_argument("--outage-handler-records", type=int, default=300, help="LokiHandler")
     parser.add_argument("--outage-queue-records", type=int, default=100_000, help="queue handler")
+    parser.add_argument("--paced-records", type=int, default=10_000, help="agent_logging, paced")
+    parser.add_argument("--paced-rate", type=float, default=2_000.0, help="calls/s when paced")
     parser.add_argument("--quick", action="store_true", help="divide every count by 10")
     parser.add_argument("--skip-baselines", action="store_true")
     parser.add_argument("--skip-breakdown", action="store_true")
     parser.add_argument("--json", action="store_true", help="also print the raw results")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child, args.url, args.records)
+        _child(args.child, args.url, args.records, args.rate)
         return
-    counts = ["records", "baseline_records", "outage_records"]
+    counts = ["records", "baseline_records", "outage_records", "paced_records"]
     counts += ["outage_handler_records", "outage_queue_records"]
     if args.quick:
         for name in counts:
@@ -374,6 +429,12 @@ def main() -> None:
         runs["ours_sink"] = _run("durable", args.records, url=sink.url, loki=sink)
     runs["reference"] = _run("reference", min(args.records, 100_000))
     runs["ours_down"] = _run("durable", args.outage_records, url=closed_port_url())
+    # The same calls at a service-like pace, so the shipper's share of the GIL is small:
+    # the caller's own cost with Loki up and with Loki down, like for like.
+    paced = {"rate": args.paced_rate}
+    with LokiProcess() as loki:
+        runs["paced"] = _run("durable", args.paced_records, url=loki.url, loki=loki, **paced)
+    runs["paced_down"] = _run("durable", args.paced_records, url=closed_port_url(), **paced)
     if not args.skip_baselines:
         for key, outage in (
             ("handler", "outage_handler_records"),
@@ -393,7 +454,7 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
     ours = runs["ours"]
     ours_rate = _rate(ours)
     print(f"\n1. sustained lines/s, one logging thread ({elapsed_s:.0f} s for the whole run)")
-    print(f"  {'':<44} {'records':>8} {'lines/s':>9} {'ours/this':>9}")
+    print(f"  {'':<44} {'records':>8} {'lines/s':>9} {'ours/this':>9} {'CPU µs/rec':>10}")
     rows = [
         ("agent_logging -> test server", ours),
         ("agent_logging -> counting sink (client bound)", runs["ours_sink"]),
@@ -403,7 +464,9 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
         rate = _rate(run)
         shown = "timeout" if rate is None else f"{rate:,.0f}"
         ratio = f"{ours_rate / rate:.1f}x" if ours_rate and rate else ""
-        print(f"  {label:<44} {run['records']:>8,} {shown:>9} {ratio:>9}")
+        cpu = f"{run['cpu_us']:.1f}"
+        print(f"  {label:<44} {run['records']:>8,} {shown:>9} {ratio:>9} {cpu:>10}")
+    print("  (CPU µs/rec: the logging process's CPU time, logging and shipping, per record)")
     for label, run in rows[:2]:
         if run.get("stored_at") is not None:
             print(
@@ -411,12 +474,13 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
                 f"stored {run['stored_at'] - run['t1']:.2f} s after the last call"
             )
 
-    print("\n2. caller cost per log call (µs: the logging loop's time / records)")
+    print("\n2. caller cost per log call (µs: time in the log calls / records)")
     print(f"  {'':<44} {'Loki up':>8} {'down':>8} {'down/up':>8}")
-    print(
-        f"  {'agent_logging, no sink at all (reference)':<44} {_caller_us(runs['reference']):>8.1f}"
-    )
-    pairs = [("agent_logging (spool)", "ours")]
+    reference = f"{_caller_us(runs['reference']):>8.1f}"
+    print(f"  {'agent_logging, no sink at all (reference)':<44} {reference}")
+    paced = runs["paced"]
+    paced_label = f"agent_logging, paced ({paced['records'] / (paced['t1'] - paced['t0']):,.0f}/s)"
+    pairs = [(paced_label, "paced"), ("agent_logging, flat out (section 1 / 3)", "ours")]
     pairs += [(label, key) for key, label in BASELINES if key in runs]
     for label, key in pairs:
         up, down = _caller_us(runs[key]), _caller_us(runs[f"{key}_down"])

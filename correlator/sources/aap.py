@@ -22,7 +22,8 @@ knows: ``created`` → ``pending``, ``started`` (``started_at``) → ``running``
 owner, since a cancellation is usually the consequence of a failure elsewhere.
 
 Identifiers come from the job's ``extra_vars`` (EDA: ``extra_var``), a JSON *string* in the
-API (a JSON object is accepted too): the keys ``allocation_id``, ``workflow_id``,
+API (a JSON object is accepted too; of YAML text only flat ``key: value`` lines of the
+identifier keys are read): the keys ``allocation_id``, ``workflow_id``,
 ``correlation_id``, ``node_id``, ``node_instance_id`` at the top level, else inside an
 ``evidence`` or ``ids`` object (DESIGN §3 puts the identifiers in job payloads as a plain
 dict). With no ``workflow_id`` there, the job itself is the workflow run: ``workflow_id`` is
@@ -36,6 +37,7 @@ itself changes (``elapsed``, ``status``) between polls.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
@@ -58,6 +60,10 @@ _EDA_KEYS: Final = ("activation_id", "started_at", "ended_at")
 _FAILED: Final = frozenset({"failed", "error"})
 _STOPPED: Final = frozenset({"canceled", "cancelled", "stopped"})
 _NESTED_IDS: Final = ("evidence", "ids")
+_YAML_ID: Final = re.compile(
+    rf"^(?P<key>{'|'.join(IDENTIFIER_KEYS)}):[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'#]+)(?P=q)[ \t]*$",
+    re.MULTILINE,
+)
 
 
 def parse(lines: Iterable[bytes], origin: str) -> Iterator[Event | Reject]:
@@ -107,7 +113,8 @@ def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Eve
         yield _reject(origin, line_no, f"{where} is not a JSON object", obj)
         return
     job_id = _text(obj.get("id"))
-    if obj.get("type") in AAP_JOB_TYPES:
+    job_type = obj.get("type")
+    if isinstance(job_type, str) and job_type in AAP_JOB_TYPES:
         provider = "aap"
         phases = (("created", "pending"), ("started", "running"), ("finished", None))
     elif "type" not in obj and any(key in obj for key in _EDA_KEYS):
@@ -211,7 +218,7 @@ def _describe(obj: dict[str, Any], provider: str, attrs: dict[str, Any]) -> None
     summary = obj.get("summary_fields")
     template = summary.get("job_template") if isinstance(summary, dict) else None
     for key, value in (
-        ("job_type", obj.get("type")),
+        ("type", obj.get("type")),
         ("name", obj.get("name")),
         ("status", obj.get("status")),
         ("job_template", obj.get("job_template")),
@@ -235,10 +242,12 @@ def _extra_vars(obj: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
     try:
         parsed = orjson.loads(value)
     except orjson.JSONDecodeError:
-        # AAP accepts YAML extra_vars at launch but answers with JSON; anything else is
-        # noted rather than guessed at.
-        attrs["extra_vars_unreadable"] = True
-        return {}
+        # AAP keeps extra_vars as given at launch, and YAML is allowed there. Without a YAML
+        # parser, only flat top-level "key: value" lines of the identifier keys are read.
+        found = {m["key"]: m["value"] for m in _YAML_ID.finditer(value)}
+        if not found:
+            attrs["extra_vars_unreadable"] = True
+        return found
     return parsed if isinstance(parsed, dict) else {}
 
 

@@ -113,7 +113,8 @@ def test_records_reach_loki_with_identifiers_as_structured_metadata(
     # A unique service name keeps runs apart on a shared real Loki.
     service = f"e2e-{uuid.uuid4().hex[:12]}"
     start_ns = time.time_ns()
-    configure(loki_url, tmp_path / "spool", service)
+    # node_id as metadata here (the default for layer=node makes it a label: tested below).
+    configure(loki_url, tmp_path / "spool", service, node_id_label=False)
     log = agent_logging.get_logger("tests.e2e")
     with agent_logging.bound(
         node_id="n-1", allocation_id="a-9", trace_id=TRACE_ID, span_id=SPAN_ID
@@ -169,19 +170,31 @@ def test_the_http_clients_own_log_records_are_not_spooled(
     loki: LokiServer, tmp_path: Path, captured: Callable[..., Any]
 ) -> None:
     # httpx logs every request at INFO; through the stdlib bridge each push would spool a
-    # record needing another push, for ever. Locally they still show.
+    # record needing another push, for ever. The bridge drops what the HTTP stack says on
+    # the library's own threads.
     local = captured(
         loki_url=loki.url, spool_dir=tmp_path / "spool", batch_interval_s=0.05, health_interval_s=0
     )
     agent_logging.get_logger("tests").info("only me")
     assert loki.wait_for_entries(1, timeout_s=10.0)
     assert durable().flush(timeout_s=5.0)  # acked: the push and its log record are over
-    assert any(record.get("logger") == "httpx" for record in local.records)
+    assert not any(record.get("logger") == "httpx" for record in local.records)
     health = agent_logging.health()
     assert (health["spool_records"], health["sent"]) == (0, 1)
     agent_logging.shutdown(timeout_s=5.0)
 
     assert [record["event"] for record in stored_records(loki)] == ["only me"]
+
+
+@pytest.mark.integration
+def test_node_agents_get_one_stream_per_node_by_default(loki: LokiServer, tmp_path: Path) -> None:
+    configure(loki.url, tmp_path / "spool", "agent", ids={"node_id": "n-17"})
+    agent_logging.get_logger("tests").info("claimed", allocation_id="a-9")
+    agent_logging.shutdown(timeout_s=10.0)
+    (entry,) = loki.entries()
+    assert entry.labels["node_id"] == "n-17"
+    assert "node_id" not in entry.metadata
+    assert entry.metadata["allocation_id"] == "a-9"
 
 
 # -- 3. outages, 429s and refusals --------------------------------------------------------------

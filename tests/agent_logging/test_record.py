@@ -324,3 +324,25 @@ def test_settings_come_from_the_environment(
         "db",
         "n-env",
     )
+
+
+def test_the_http_stack_logging_about_our_own_shipping_is_not_shipped(captured: Capture) -> None:
+    import threading
+
+    sink = captured(level="debug")
+
+    def ship() -> None:
+        logging.getLogger("httpx").info("HTTP Request: POST http://loki/loki/api/v1/push")
+        logging.getLogger("urllib3.connectionpool").debug("Starting new HTTP connection")
+        logging.getLogger("app").info("the service's own record, even on this thread")
+
+    for name in ("agent-logging-shipper", "OtelBatchLogRecordProcessor"):
+        thread = threading.Thread(target=ship, name=name)
+        thread.start()
+        thread.join(5)
+    logging.getLogger("httpx").info("the service's own HTTP call")
+    assert [r["event"] for r in sink.records] == [
+        "the service's own record, even on this thread",
+        "the service's own record, even on this thread",
+        "the service's own HTTP call",
+    ]

@@ -459,7 +459,7 @@ LINES = st.lists(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=100)
 @given(LINES)
 def test_columns_agree_with_events(lines: list[bytes]) -> None:
     events = list(parse(lines, ORIGIN, default_layer="api"))

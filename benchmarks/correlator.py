@@ -1,0 +1,861 @@
+"""The correlator at scale: NDJSON ingest events/s and timeline latency at 10^5..10^7 events.
+
+For each size a fleet is generated (seeded) and written as agent JSON lines, one file per
+layer, each in time order as the services would have written them (generation time is not
+measured):
+
+- ``nodes`` = N / 5,000 (2,000 at 10^7, at least 50) over four weeks; the busiest 2 % of the
+  fleet run 10 % of the allocations (hundreds each at 10^7), the rest share the remainder
+  with a long tail; a node runs one allocation at a time and is reimaged (a new
+  ``node_instance_id``) before about one tenant in five;
+- per allocation: 3-10 tenant requests (each an ingress access record, the API's access
+  record and its application log lines, a database statement), 2-4 workflows (provision,
+  release and sometimes a reconfiguration: lifecycle transitions, calls to the node agent
+  through the ingress, the agent's task steps, statements), about 3 % failing with an owner
+  layer (cert, ingress, db, deploy, node) wrapped by the API's "provisioning failed";
+- node heartbeats (``node_id`` + ``node_instance_id`` only) fill about 10 % of the events.
+
+Measured, on a fresh on-disk DuckDB per size:
+
+1. parse only: ``correlator.sources.ndjson.parse_columns`` over the same 50,000-line chunks
+   as the ingest, no store;
+2. ingest: ``correlator.ingest.ingest_paths(store, "agent", files)`` (what ``correlator
+   ingest --source agent FILE...`` does, without the progress bar), end to end, including
+   whatever the store does after loading;
+3. timeline: ``correlator.incident.timeline_for`` for ``--queries`` random seeds, a quarter
+   each of ``allocation_id``, ``correlation_id``, ``workflow_id`` and ``node_id`` of a busy
+   node. The first query (it also pays ``Store.cardinalities()``) is reported apart; p50 /
+   p95 / max over the others, warm.
+
+Run: ``python -m benchmarks.correlator [--sizes 1e5,1e6,1e7] [--queries 50] [--seed 1]
+[--keep DIR] [--json] [--record]``. ``--record`` rewrites the ``## correlator`` section of
+``benchmarks/RESULTS.md`` (other sections are left as they are). The default run takes about
+N minutes on 2 cores and needs about 3 GB in ``$TMPDIR`` for 10^7 events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import gc
+import heapq
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from agent_logging._render import rfc3339_ns
+from benchmarks._common import REPO_ROOT, machine_note, rss_kib
+
+_S: Final = 1_000_000_000
+_MIN: Final = 60 * _S
+_HOUR: Final = 3600 * _S
+_DAY: Final = 24 * _HOUR
+#: The fleet's four weeks end here (2026-03-01T00:00:00Z): fixed, so runs are comparable.
+END_NS: Final = 1_772_323_200 * _S
+SPAN_NS: Final = 28 * _DAY
+LAYER_FILES: Final = ("ingress", "api", "workflow", "node", "db")
+SEED_KINDS: Final = ("allocation_id", "correlation_id", "workflow_id", "node_id")
+CHUNK_LINES: Final = 50_000  # correlator.ingest.BATCH_EVENTS
+RESULTS: Final = REPO_ROOT / "benchmarks" / "RESULTS.md"
+SECTION: Final = "## correlator"
+
+# Owner layers of the failures, with the layer that reports them and what it says.
+_FAILURES: Final = (
+    ("cert", "ingress", "SSL_do_handshake() failed: certificate has expired", "SSLError"),
+    ("ingress", "ingress", "connect() failed (111: Connection refused) to upstream", "Upstream"),
+    ("db", "db", "deadlock detected", "DeadlockDetected"),
+    ("deploy", "node", "image checksum mismatch after download", "DeployError"),
+    ("node", "node", "BMC did not answer power-on within 300 s", "PowerError"),
+)
+
+
+# -- generation ------------------------------------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    """What the generator wrote, and the identifiers the queries pick from."""
+
+    files: list[Path]
+    events: int
+    layers: Counter[str]
+    allocations: int
+    nodes: int
+    busy_nodes: list[str]
+    allocations_per_busy_node: float
+    instances: int
+    samples: dict[str, list[str]] = field(default_factory=dict)
+
+
+class _Writer:
+    """Lines per layer file, released in time order.
+
+    Allocations are generated in start order and none of their records is older than their
+    start, so everything older than the next start can be written: the heap holds only the
+    records of allocations still running.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self._handles = {name: (directory / f"{name}.ndjson").open("wb") for name in LAYER_FILES}
+        self._heap: list[tuple[int, int, str, bytes]] = []
+        self._seq = 0
+        self.layers: Counter[str] = Counter()
+
+    def add(self, ts_ns: int, layer: str, record: dict[str, Any]) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (ts_ns, self._seq, layer, orjson.dumps(record)))
+
+    def release(self, before_ns: int) -> None:
+        heap, handles, layers = self._heap, self._handles, self.layers
+        while heap and heap[0][0] < before_ns:
+            _, _, layer, line = heapq.heappop(heap)
+            handles[layer].write(line + b"\n")
+            layers[layer] += 1
+
+    def close(self) -> list[Path]:
+        self.release(2**63)
+        paths = []
+        for handle in self._handles.values():
+            handle.close()
+            paths.append(Path(handle.name))
+        return paths
+
+
+def _hex(rng: random.Random, digits: int) -> str:
+    return f"{rng.getrandbits(digits * 4):0{digits}x}"
+
+
+def _uuid4(rng: random.Random) -> str:
+    h = _hex(rng, 32)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+
+class _Generator:
+    """One fleet's evidence (see the module docstring for the shape)."""
+
+    def __init__(self, directory: Path, target_events: int, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.out = _Writer(directory)
+        self.target = target_events
+        self.nodes = max(50, min(2000, target_events // 5000))
+        self.node_ids = [f"node-r{i // 40:02d}-u{i % 40:02d}" for i in range(self.nodes)]
+        # node -> [(from_ns, instance)]: heartbeats look up the instance of their moment.
+        self.instances: dict[str, list[tuple[int, str]]] = {
+            n: [(0, f"ni-{_hex(self.rng, 10)}")] for n in self.node_ids
+        }
+        self.api_skew_ns = int(0.35 * _S)  # the API's clock runs a little ahead
+
+    # One allocation writes about this many events; the heartbeats fill ~10 % on top.
+    EVENTS_PER_ALLOCATION: Final = 66
+
+    def plan(self) -> list[tuple[int, int, str]]:
+        """(start_ns, lease_ns, node) of every allocation, in start order."""
+        rng = self.rng
+        allocations = max(10, int(self.target * 0.9 / self.EVENTS_PER_ALLOCATION))
+        busy = max(1, self.nodes // 50)
+        # 10 % on the busiest 2 %; the rest by a long-tailed weight (some nodes sit idle).
+        rest = self.node_ids[busy:]
+        weights = [rng.paretovariate(1.5) for _ in rest]
+        counts = Counter(rng.choices(self.node_ids[:busy], k=allocations // 10))
+        counts.update(rng.choices(rest, weights=weights, k=allocations - allocations // 10))
+        self.busy = self.node_ids[:busy]
+        self.busy_allocations = sum(counts[n] for n in self.busy) / busy
+        start = END_NS - SPAN_NS
+        plan = []
+        for node, k in counts.items():
+            slot = SPAN_NS // k
+            for i in range(k):
+                # A lease takes 30-85 % of its slot; provisioning and release fit in 25 min.
+                lease = max(int(slot * rng.uniform(0.3, 0.85)), 25 * _MIN)
+                begin = start + i * slot + int(rng.uniform(0, 0.1) * slot)
+                plan.append((begin, min(lease, END_NS - begin - 30 * _MIN), node))
+        plan.sort()
+        return plan
+
+    def run(self, sample_every: int) -> Fleet:
+        plan = self.plan()
+        heartbeat_every = max(
+            10 * _S, int(self.nodes * SPAN_NS / max(1, self.target // 10))
+        )  # ~10 % of the events
+        beats = [
+            (END_NS - SPAN_NS + self.rng.randrange(heartbeat_every), n) for n in self.node_ids
+        ]
+        heapq.heapify(beats)
+        samples: dict[str, list[str]] = {k: [] for k in SEED_KINDS}
+        for index, (begin, lease, node) in enumerate(plan):
+            while beats[0][0] < begin:
+                when, beat_node = heapq.heappop(beats)
+                self._heartbeat(when, beat_node)
+                heapq.heappush(beats, (when + heartbeat_every, beat_node))
+            self.out.release(begin)
+            ids = self._allocation(begin, lease, node)
+            if index % sample_every == 0:
+                for key in ("allocation_id", "correlation_id", "workflow_id"):
+                    samples[key].append(self.rng.choice(ids[key]))
+        while beats[0][0] < END_NS:
+            when, beat_node = heapq.heappop(beats)
+            self._heartbeat(when, beat_node)
+            heapq.heappush(beats, (when + heartbeat_every, beat_node))
+        files = self.out.close()
+        samples["node_id"] = list(self.busy)
+        return Fleet(
+            files=files,
+            events=sum(self.out.layers.values()),
+            layers=self.out.layers,
+            allocations=len(plan),
+            nodes=self.nodes,
+            busy_nodes=list(self.busy),
+            allocations_per_busy_node=self.busy_allocations,
+            instances=sum(len(v) for v in self.instances.values()),
+            samples=samples,
+        )
+
+    def _instance(self, node: str, ts_ns: int) -> str:
+        history = self.instances[node]
+        return history[bisect.bisect_right(history, (ts_ns, "~")) - 1][1]
+
+    def _heartbeat(self, ts_ns: int, node: str) -> None:
+        self.out.add(
+            ts_ns,
+            "node",
+            {
+                "ts": rfc3339_ns(ts_ns),
+                "level": "info",
+                "event": "heartbeat",
+                "service": "node-agent",
+                "layer": "node",
+                "env": "prod",
+                "node_id": node,
+                "node_instance_id": self._instance(node, ts_ns),
+                "load1": round(self.rng.uniform(0.0, 4.0), 2),
+                "agent_version": "2.14.3",
+            },
+        )
+
+    def _record(self, ts_ns: int, layer: str, service: str, event: str, **fields: Any) -> None:
+        record = {"ts": rfc3339_ns(ts_ns), "level": "info", "event": event, "service": service}
+        record["layer"] = layer
+        record["env"] = "prod"
+        record.update(fields)
+        self.out.add(ts_ns, layer, record)
+
+    def _request(
+        self,
+        end_ns: int,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        allocation: str,
+        failure: tuple[str, str, str, str] | None = None,
+    ) -> str:
+        """A tenant request: ingress access, API access + log line(s), one statement."""
+        rng = self.rng
+        correlation = _uuid4(rng)
+        trace = _hex(rng, 32)
+        ingress_span, api_span = _hex(rng, 16), _hex(rng, 16)
+        duration = rng.uniform(0.01, 0.4)
+        self._record(
+            end_ns,
+            "ingress",
+            "edge-nginx",
+            "request",
+            method=method,
+            path=path,
+            status=status,
+            duration_s=round(duration, 4),
+            correlation_id=correlation,
+            trace_id=trace,
+            span_id=ingress_span,
+            client="10.40.2.17",
+            upstream="provisioning-api:8000",
+        )
+        api_end = end_ns - int(0.002 * _S) + self.api_skew_ns
+        common = {
+            "correlation_id": correlation,
+            "allocation_id": allocation,
+            "trace_id": trace,
+        }
+        self._record(
+            api_end - int(duration * 0.6 * _S),
+            "db",
+            "postgres",
+            "statement",
+            duration_ms=round(rng.uniform(0.2, 8.0), 3),
+            statement="SELECT|UPDATE allocations",
+            **common,
+        )
+        if failure is not None:
+            self._record(
+                api_end - int(duration * 0.2 * _S),
+                "api",
+                "provisioning-api",
+                "provisioning failed",
+                level="error",
+                span_id=api_span,
+                error={
+                    "type": "ProvisioningFailed",
+                    "message": "provisioning failed",
+                    "owner_layer": "unknown",
+                    "chain": [{"type": failure[3], "message": failure[2]}],
+                },
+                **common,
+            )
+        elif rng.random() < 0.7:
+            self._record(
+                api_end - int(duration * 0.3 * _S),
+                "api",
+                "provisioning-api",
+                rng.choice(("allocation read", "allocation updated", "quota checked")),
+                span_id=api_span,
+                **common,
+            )
+        self._record(
+            api_end,
+            "api",
+            "provisioning-api",
+            "request",
+            level="error" if status >= 500 else "info",
+            logger="agent_logging.access",
+            method=method,
+            path=path,
+            status=status,
+            duration_s=round(duration - 0.003, 4),
+            span_id=api_span,
+            parent_span_id=ingress_span,
+            **common,
+        )
+        return correlation
+
+    def _workflow(
+        self,
+        t: int,
+        kind: str,
+        allocation: str,
+        node: str,
+        instance: str,
+        states: tuple[str, ...],
+        failure: tuple[str, str, str, str] | None,
+    ) -> tuple[int, str, list[str]]:
+        """One workflow: transitions, agent calls through the ingress, the agent's steps."""
+        rng = self.rng
+        workflow = f"wf-{_hex(rng, 12)}"
+        provider = "aap" if rng.random() < 0.6 else "eda"
+        ids = {"allocation_id": allocation, "workflow_id": workflow, "node_id": node}
+        correlations = []
+        for before, after in zip(states, states[1:], strict=False):
+            failing = failure is not None and after == states[-1]
+            to_state = f"{kind}_failed" if failing else after
+            self._record(
+                t,
+                "workflow",
+                "workflow-worker",
+                f"allocation {allocation}: {before} → {to_state}",
+                level="error" if failing else "info",
+                entity_kind="allocation",
+                entity_id=allocation,
+                state_from=before,
+                state_to=to_state,
+                provider=provider,
+                **ids,
+            )
+            if after == states[-1]:
+                break
+            # The worker calls the node agent through the ingress, 1-2 times per phase.
+            for _ in range(rng.randint(1, 2)):
+                t += int(rng.uniform(1, 20) * _S)
+                correlation = _uuid4(rng)
+                correlations.append(correlation)
+                self._record(
+                    t,
+                    "workflow",
+                    "workflow-worker",
+                    "calling node agent",
+                    correlation_id=correlation,
+                    **ids,
+                )
+                duration = rng.uniform(0.05, 1.5)
+                call_end = t + int(duration * _S)
+                self._record(
+                    call_end,
+                    "ingress",
+                    "edge-nginx",
+                    "request",
+                    method="POST",
+                    path="/v1/tasks",
+                    status=202,
+                    duration_s=round(duration, 4),
+                    correlation_id=correlation,
+                    client="10.40.3.9",
+                    upstream=f"{node}:9443",
+                )
+                self._record(
+                    call_end - int(0.001 * _S),
+                    "node",
+                    "node-agent",
+                    "request",
+                    logger="agent_logging.access",
+                    method="POST",
+                    path="/v1/tasks",
+                    status=202,
+                    duration_s=round(duration - 0.002, 4),
+                    correlation_id=correlation,
+                    node_instance_id=instance,
+                    **ids,
+                )
+                for step in rng.sample(_STEPS[kind], rng.randint(2, 4)):
+                    t += int(rng.uniform(5, 90) * _S)
+                    self._record(
+                        t,
+                        "node",
+                        "node-agent",
+                        step,
+                        task=kind,
+                        node_instance_id=instance,
+                        **ids,
+                    )
+            t += int(rng.uniform(0.5, 3) * _S)
+            self._record(
+                t,
+                "db",
+                "postgres",
+                "statement",
+                duration_ms=round(rng.uniform(0.3, 5.0), 3),
+                statement="UPDATE allocations SET state",
+                allocation_id=allocation,
+                workflow_id=workflow,
+            )
+            t += int(rng.uniform(1, 30) * _S)
+        if failure is not None:
+            owner, layer, message, error_type = failure
+            fields: dict[str, Any] = {
+                "level": "error",
+                "error": {"type": error_type, "message": message, "owner_layer": owner},
+            }
+            if layer == "node":
+                fields["node_instance_id"] = instance
+            elif layer == "ingress":
+                fields["correlation_id"] = correlations[-1] if correlations else _uuid4(rng)
+            service = {"ingress": "edge-nginx", "db": "postgres", "node": "node-agent"}[layer]
+            self._record(t - int(2 * _S), layer, service, message, **fields, **ids)
+        return t, workflow, correlations
+
+    def _allocation(self, begin: int, lease: int, node: str) -> dict[str, list[str]]:
+        rng = self.rng
+        allocation = f"alloc-{_hex(rng, 10)}"
+        history = self.instances[node]
+        instance = history[-1][1]
+        t = begin
+        if rng.random() < 0.2:  # reimaged before the new tenant
+            new = f"ni-{_hex(rng, 10)}"
+            self._record(
+                t + 5 * _S,
+                "node",
+                "node-agent",
+                "reimage requested by inventory",
+                node_id=node,
+                node_instance_id=instance,
+            )
+            history.append((t + 120 * _S, new))
+            instance = new
+            self._record(
+                t + 120 * _S,
+                "node",
+                "node-agent",
+                "agent started on a fresh image",
+                node_id=node,
+                node_instance_id=instance,
+            )
+            t += 130 * _S
+        failure = rng.choice(_FAILURES) if rng.random() < 0.03 else None
+        correlations = [
+            self._request(
+                t + int(rng.uniform(0.05, 1) * _S),
+                "POST",
+                "/v1/allocations",
+                201,
+                allocation=allocation,
+            )
+        ]
+        t += 2 * _S
+        workflows = []
+        t, workflow, calls = self._workflow(
+            t,
+            "provision",
+            allocation,
+            node,
+            instance,
+            ("requested", "provisioning", "active"),
+            failure,
+        )
+        workflows.append(workflow)
+        correlations += calls
+        requests = rng.randint(3, 10) - 2
+        polls = requests // 2
+        path = f"/v1/allocations/{allocation}"
+        end = begin + lease
+        for i in range(polls):
+            when = begin + int((i + 1) * (t - begin) / (polls + 1)) + int(rng.uniform(0, 1) * _S)
+            status = 500 if failure is not None and i == polls - 1 else 200
+            correlations.append(
+                self._request(
+                    when, "GET", path, status, allocation=allocation, failure=failure if status == 500 else None
+                )
+            )
+        for _ in range(requests - polls):
+            when = t + int(rng.uniform(0.1, 0.9) * max(end - t, _MIN))
+            correlations.append(self._request(when, "GET", path, 200, allocation=allocation))
+        if failure is None and rng.random() < 0.3:
+            mid = t + int(rng.uniform(0.2, 0.6) * max(end - t, _MIN))
+            _, workflow, calls = self._workflow(
+                mid,
+                "reconfigure",
+                allocation,
+                node,
+                instance,
+                ("active", "reconfiguring", "active"),
+                None,
+            )
+            workflows.append(workflow)
+            correlations += calls
+        release_at = max(end - 20 * _MIN, t + _MIN)
+        correlations.append(
+            self._request(release_at, "DELETE", path, 202, allocation=allocation)
+        )
+        _, workflow, calls = self._workflow(
+            release_at + 2 * _S,
+            "release",
+            allocation,
+            node,
+            instance,
+            ("active", "releasing", "released"),
+            None,
+        )
+        workflows.append(workflow)
+        correlations += calls
+        return {
+            "allocation_id": [allocation],
+            "correlation_id": correlations,
+            "workflow_id": workflows,
+        }
+
+
+_STEPS: Final = {
+    "provision": (
+        "task claimed",
+        "firmware checked",
+        "disks wiped",
+        "image written",
+        "network configured",
+        "cloud-init done",
+        "task finished",
+    ),
+    "release": (
+        "task claimed",
+        "tenant keys removed",
+        "disks wiped",
+        "bmc reset",
+        "task finished",
+    ),
+    "reconfigure": ("task claimed", "bios settings applied", "reboot done", "task finished"),
+}
+
+
+def generate(directory: Path, events: int, seed: int, *, samples: int = 400) -> Fleet:
+    """Write a fleet of about ``events`` events into ``directory`` (one file per layer).
+
+    Args:
+        directory: an empty directory.
+        events: the target size (the fleet lands within a few % of it).
+        seed: the random seed (same seed and size, same files).
+        samples: how many allocations to remember ids of, for the queries.
+
+    Returns:
+        The files and what they hold.
+    """
+    generator = _Generator(directory, events, seed)
+    allocations = max(10, int(events * 0.9 / generator.EVENTS_PER_ALLOCATION))
+    return generator.run(max(1, allocations // samples))
+
+
+# -- measurement -----------------------------------------------------------------------------
+
+
+def _chunks(paths: Sequence[Path]) -> Iterator[tuple[Path, list[bytes]]]:
+    from correlator.ingest import read_lines
+
+    for path in paths:
+        with path.open("rb") as handle:
+            chunk: list[bytes] = []
+            for line in read_lines(handle):
+                chunk.append(line)
+                if len(chunk) >= CHUNK_LINES:
+                    yield path, chunk
+                    chunk = []
+            if chunk:
+                yield path, chunk
+
+
+def measure_parse(paths: Sequence[Path]) -> dict[str, float]:
+    """Parse only: the adapter's columnar path over the ingest's chunks, nothing stored."""
+    from correlator.sources.ndjson import parse_columns
+
+    rows = rejects = 0
+    started = time.perf_counter()
+    for path, chunk in _chunks(paths):
+        columns, rejected = parse_columns(chunk, str(path), source="agent")
+        rows += len(columns["ts_ns"])
+        rejects += len(rejected)
+    elapsed = time.perf_counter() - started
+    return {"events": rows, "rejects": rejects, "seconds": elapsed, "events_per_s": rows / elapsed}
+
+
+def measure_ingest(paths: Sequence[Path], db: Path) -> dict[str, float]:
+    """``ingest_paths`` into a fresh on-disk store, closed (checkpointed) at the end."""
+    from correlator.ingest import ingest_paths
+    from correlator.store import Store
+
+    started = time.perf_counter()
+    with Store(db) as store:
+        result = ingest_paths(store, "agent", list(paths))
+    elapsed = time.perf_counter() - started
+    return {
+        "events": result.accepted,
+        "duplicate": result.duplicate,
+        "rejected": sum(result.rejected.values()),
+        "seconds": elapsed,
+        "events_per_s": result.accepted / elapsed,
+        "db_mib": db.stat().st_size / 2**20,
+    }
+
+
+def _seeds(fleet: Fleet, queries: int, rng: random.Random) -> list[tuple[str, str]]:
+    """``queries + 1`` seeds, the kinds taking turns, values drawn at random."""
+    return [
+        (kind, rng.choice(fleet.samples[kind]))
+        for kind in (SEED_KINDS[i % len(SEED_KINDS)] for i in range(queries + 1))
+    ]
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def measure_timelines(
+    db: Path, seeds: Sequence[tuple[str, str]], *, profile: bool = False
+) -> dict[str, Any]:
+    """``timeline_for`` per seed on the built store (read-only, as ``serve`` readers are)."""
+    from correlator import incident
+    from correlator.store import Store
+
+    per_kind: dict[str, list[float]] = {k: [] for k in SEED_KINDS}
+    sizes: dict[str, list[int]] = {k: [] for k in SEED_KINDS}
+    truncated = 0
+    with Store(db, read_only=True) as store:
+        started = time.perf_counter()
+        store.cardinalities()
+        cardinalities_s = time.perf_counter() - started
+        store._cardinality = None  # noqa: SLF001 - the first query pays it again, as in serve
+        started = time.perf_counter()
+        first = incident.timeline_for(store, *seeds[0])
+        first_s = time.perf_counter() - started
+        profiler: Any = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        for key, value in seeds[1:]:
+            gc.collect()
+            started = time.perf_counter()
+            data = incident.timeline_for(store, key, value)
+            per_kind[key].append(time.perf_counter() - started)
+            sizes[key].append(len(data["events"]))
+            truncated += bool(data["truncated"])
+        if profiler is not None:
+            import pstats
+
+            profiler.disable()
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+    warm = [s for values in per_kind.values() for s in values]
+    return {
+        "first_s": first_s,
+        "first_seed": f"{seeds[0][0]}={seeds[0][1]}",
+        "first_events": len(first["events"]),
+        "cardinalities_s": cardinalities_s,
+        "queries": len(warm),
+        "p50_s": _percentile(warm, 0.5),
+        "p95_s": _percentile(warm, 0.95),
+        "max_s": max(warm),
+        "truncated": truncated,
+        "by_kind": {
+            k: {
+                "p50_s": _percentile(v, 0.5),
+                "max_s": max(v),
+                "events_p50": int(statistics.median(sizes[k])),
+                "events_max": max(sizes[k]),
+            }
+            for k, v in per_kind.items()
+            if v
+        },
+    }
+
+
+def run_size(
+    events: int, queries: int, seed: int, workdir: Path, *, profile: bool = False
+) -> dict[str, Any]:
+    """Generate, parse, ingest and query one size; the files and the store are removed."""
+    directory = workdir / f"n{events}"
+    directory.mkdir(parents=True)
+    started = time.perf_counter()
+    fleet = generate(directory, events, seed)
+    generate_s = time.perf_counter() - started
+    _say(
+        f"{events:,}: generated {fleet.events:,} events ({fleet.allocations:,} allocations, "
+        f"{fleet.nodes} nodes, busy ones ~{fleet.allocations_per_busy_node:.0f} allocations) "
+        f"in {generate_s:.0f} s"
+    )
+    parse = measure_parse(fleet.files)
+    _say(f"{events:,}: parse only {parse['events_per_s']:,.0f} events/s")
+    db = directory / "evidence.duckdb"
+    ingest = measure_ingest(fleet.files, db)
+    _say(f"{events:,}: ingest {ingest['events_per_s']:,.0f} events/s")
+    for path in fleet.files:
+        path.unlink()
+    timelines = measure_timelines(db, _seeds(fleet, queries, random.Random(seed)), profile=profile)
+    _say(f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, p95 {timelines['p95_s'] * 1000:.0f} ms")
+    shutil.rmtree(directory)
+    return {
+        "size": events,
+        "events": fleet.events,
+        "allocations": fleet.allocations,
+        "nodes": fleet.nodes,
+        "busy_nodes": len(fleet.busy_nodes),
+        "allocations_per_busy_node": round(fleet.allocations_per_busy_node),
+        "node_instances": fleet.instances,
+        "layers": dict(fleet.layers),
+        "generate_s": generate_s,
+        "parse": parse,
+        "ingest": ingest,
+        "timeline": timelines,
+        "rss_kib": rss_kib(),
+    }
+
+
+def _say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    """The figures as a Markdown table."""
+    lines = [
+        "| events | parse only ev/s | ingest ev/s | ingest s | DB MiB "
+        "| first query ms | timeline p50 ms | p95 ms | max ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        t = row["timeline"]
+        lines.append(
+            f"| {row['events']:,} | {row['parse']['events_per_s']:,.0f} "
+            f"| {row['ingest']['events_per_s']:,.0f} | {row['ingest']['seconds']:.1f} "
+            f"| {row['ingest']['db_mib']:,.0f} | {t['first_s'] * 1000:,.0f} "
+            f"| {t['p50_s'] * 1000:,.0f} | {t['p95_s'] * 1000:,.0f} | {t['max_s'] * 1000:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def kinds_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Timeline latency by seed kind, with how many events the answers held."""
+    lines = [
+        "| events | seed kind | p50 ms | max ms | events in answer p50 / max |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for row in rows:
+        for kind, k in row["timeline"]["by_kind"].items():
+            lines.append(
+                f"| {row['events']:,} | {kind} | {k['p50_s'] * 1000:,.0f} "
+                f"| {k['max_s'] * 1000:,.0f} | {k['events_p50']:,} / {k['events_max']:,} |"
+            )
+    return "\n".join(lines)
+
+
+def record(section: str) -> None:
+    """Replace (or append) the ``## correlator`` section of RESULTS.md, nothing else."""
+    text = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n"
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
+    if start is None:
+        RESULTS.write_text(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n", "utf-8")
+        return
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+    )
+    tail = "".join(lines[end:])
+    head = "".join(lines[:start])
+    RESULTS.write_text(head + section.rstrip("\n") + "\n" + ("\n" + tail if tail else ""), "utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1e5,1e6,1e7", help="store sizes, comma-separated")
+    parser.add_argument("--queries", type=int, default=50, help="timeline queries per size")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--profile", action="store_true", help="cProfile the warm queries")
+    parser.add_argument("--record", action="store_true", help="write the section of RESULTS.md")
+    args = parser.parse_args(argv)
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
+    note = machine_note()
+    command = "python -m benchmarks.correlator " + " ".join(
+        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--record"
+    )
+    started = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="correlator-bench-") as workdir:
+        for size in sizes:
+            rows.append(run_size(size, args.queries, args.seed, Path(workdir), profile=args.profile))
+    total_s = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({"machine": note, "total_s": total_s, "rows": rows}, indent=2))
+    else:
+        print(table(rows))
+        print()
+        print(kinds_table(rows))
+        print(f"\n{note}; {total_s:.0f} s in all")
+    if args.record:
+        record(_section(command.strip(), note, rows, total_s))
+    return 0
+
+
+def _section(command: str, note: str, rows: Sequence[dict[str, Any]], total_s: float) -> str:
+    return "\n".join(
+        [
+            SECTION,
+            "",
+            f"`{command}` — {time.strftime('%Y-%m-%d')}, {note}; {total_s:.0f} s in all.",
+            "",
+            table(rows),
+            "",
+            kinds_table(rows),
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,338 @@
+"""The loki source: durations, entry mapping, paging, and queries built from hostile ids."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_logging._loki_client import LokiClient
+from agent_logging._push import PushEntry, entry_from_record
+from correlator.errors import QueryError, SourceError
+from correlator.logql import query_for, selector
+from correlator.model import Event, Reject, content_hash
+from correlator.sources.loki import fetch, parse_duration
+
+T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+# -- durations ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("15m", 900.0),
+        ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("90s", 90.0),
+        ("1h30m", 5400.0),
+        ("500ms", 0.5),
+        ("1w", 604800.0),
+        ("1y", 31536000.0),
+        ("1d2h3m4s5ms", 93784.005),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "'' is not a duration"),
+        ("1.5h", "'1.5h' is not a duration: use integers with units y, w, d, h, m, s, ms"),
+        ("30m1h", "'30m1h' is not a duration"),
+        ("15 m", "is not a duration"),
+        ("-5m", "is not a duration"),
+        ("5", "is not a duration"),
+        ("1x", "is not a duration"),
+        ("0s", "duration '0s' is zero"),
+        ("300y", "longer than Loki can express"),
+    ],
+)
+def test_parse_duration_refuses(text: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message.replace("(", r"\(")):
+        parse_duration(text)
+
+
+UNITS = ("y", "w", "d", "h", "m", "s", "ms")
+FACTORS = (31536000, 604800, 86400, 3600, 60, 1, 0.001)
+
+
+@given(
+    st.lists(st.integers(0, 99), min_size=7, max_size=7),
+    st.lists(st.booleans(), min_size=7, max_size=7),
+)
+def test_parse_duration_sums_its_parts(amounts: list[int], present: list[bool]) -> None:
+    text = "".join(f"{a}{u}" for a, u, p in zip(amounts, UNITS, present, strict=True) if p)
+    expected = sum(a * f for a, f, p in zip(amounts, FACTORS, present, strict=True) if p)
+    if expected <= 0:
+        with pytest.raises(QueryError):
+            parse_duration(text)
+    else:
+        assert parse_duration(text) == pytest.approx(expected)
+
+
+@given(st.text(max_size=12))
+def test_parse_duration_raises_only_query_errors(text: str) -> None:
+    with contextlib.suppress(QueryError):
+        assert parse_duration(text) > 0
+
+
+# -- mapping entries (a mock Loki) ------------------------------------------------------------
+
+
+def streams_body(*streams: tuple[dict[str, str], list[tuple[int, str]]]) -> bytes:
+    result = [
+        {"stream": labels, "values": [[str(ts), line] for ts, line in values]}
+        for labels, values in streams
+    ]
+    return orjson.dumps({"status": "success", "data": {"resultType": "streams", "result": result}})
+
+
+def mock_client(respond: Callable[[httpx.Request], httpx.Response]) -> LokiClient:
+    return LokiClient("http://loki.test:3100", transport=httpx.MockTransport(respond))
+
+
+RECORD = (
+    '{"ts":"2026-11-22T13:11:19.000000001Z","level":"error","event":"provisioning failed",'
+    '"layer":"api","allocation_id":"a-9","error":{"type":"RuntimeError","owner_layer":"cert"}}'
+)
+API = {"service_name": "api", "layer": "api", "env": "prod", "trace_id": TRACE}
+NGINX_LINE = (
+    "2026/11/22 13:11:19 [error] 31#31: *7 connect() failed (111: Connection refused) while "
+    'connecting to upstream, client: 10.0.0.7, server: api.example, request: "POST /v1 HTTP/1.1"'
+)
+
+
+def test_entries_are_mapped_as_records_or_from_their_labels() -> None:
+    body = streams_body(
+        (API, [(T0 + 5, RECORD)]),
+        (
+            {
+                "service_name": "nginx",
+                "layer": "ingress",
+                "level": "ERROR",
+                "allocation_id": 'a"9',
+                "node_id": "n-17",
+                "filename": "/var/log/nginx/error.log",
+            },
+            [(T0 + 7, NGINX_LINE)],
+        ),
+        ({"service_name": "mystery"}, [(T0 + 9, "no layer here")]),
+    )
+    client = mock_client(lambda request: httpx.Response(200, content=body))
+    query = '{service_name=~".+"}'
+
+    items = list(fetch(client, query, start_ns=T0, end_ns=T0 + 10))
+
+    assert items == [
+        Event(
+            ts_ns=T0 + 1,  # the record's own ts
+            layer="api",
+            source="loki",
+            origin=query,
+            message="provisioning failed",
+            raw=RECORD,
+            hash=content_hash("loki", f"{T0 + 5}\n{RECORD}".encode()),
+            service="api",  # from the stream, the record names none
+            level="error",
+            allocation_id="a-9",
+            owner_hint="cert",
+            error_type="RuntimeError",
+        ),
+        Event(
+            ts_ns=T0 + 7,
+            layer="ingress",
+            source="loki",
+            origin=query,
+            message=NGINX_LINE,
+            raw=NGINX_LINE,
+            hash=content_hash("loki", f"{T0 + 7}\n{NGINX_LINE}".encode()),
+            service="nginx",
+            level="error",
+            node_id="n-17",
+            attrs={
+                "labels": {"filename": "/var/log/nginx/error.log"},
+                "rejected_ids": {
+                    "allocation_id": "holds '\"' (U+0022) at position 1; allowed: ASCII "
+                    "letters, digits and . _ : / @ + ~ -"
+                },
+            },
+        ),
+        Reject(
+            "loki",
+            query,
+            3,
+            "entry 3 names no layer: the line is not a record with one, the stream has no "
+            "known 'layer' label and no default layer was given",
+            "no layer here",
+        ),
+    ]
+
+
+def test_default_layer_fills_in() -> None:
+    body = streams_body(({"service_name": "mystery"}, [(T0, "plain"), (T0 + 1, '{"ts": 5}')]))
+    client = mock_client(lambda request: httpx.Response(200, content=body))
+
+    items = list(fetch(client, '{a="b"}', start_ns=T0, end_ns=T0 + 2, default_layer="node"))
+
+    assert [(i.layer, i.ts_ns, i.message, i.attrs) for i in items] == [  # type: ignore[union-attr]
+        ("node", T0, "plain", {}),
+        ("node", T0 + 1, "", {"ts": 5}),  # a record without a readable ts keeps Loki's
+    ]
+
+
+def test_loki_failure_is_a_source_error() -> None:
+    client = mock_client(lambda request: httpx.Response(400, text="parse error at line 1, col 2"))
+
+    with pytest.raises(SourceError, match="failed after 0 entries: Loki query failed: HTTP 400"):
+        list(fetch(client, "{", start_ns=T0, end_ns=T0 + 1))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"page_limit": 5001}, "page_limit 5001 is outside 1 to 5,000"),
+        ({"page_limit": 0}, "page_limit 0 is outside"),
+        ({"end_ns": T0}, "the window is empty"),
+        ({"start_ns": 1.5}, "start_ns must be an integer"),
+        ({"default_layer": "frontend"}, "unknown default layer 'frontend'"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_request(kwargs: dict[str, Any], message: str) -> None:
+    seen: list[httpx.Request] = []
+    client = mock_client(lambda request: seen.append(request) or httpx.Response(500))
+    arguments: dict[str, Any] = {"start_ns": T0, "end_ns": T0 + 10, **kwargs}
+
+    with pytest.raises(QueryError, match=message):
+        fetch(client, '{a="b"}', **arguments)
+    assert seen == []
+
+
+# -- against the Loki test server (or a real Loki when LOKI_URL is set) ---------------------
+
+
+@pytest.fixture
+def client(loki_url: str) -> Iterator[LokiClient]:
+    with LokiClient(loki_url) as client:
+        yield client
+
+
+@pytest.fixture
+def tag() -> str:
+    """A value unique to this test, so a shared real Loki's other data stays out."""
+    return uuid.uuid4().hex[:10]
+
+
+def push_records(client: LokiClient, records: list[tuple[int, dict[str, Any]]]) -> None:
+    entries: list[PushEntry] = [
+        entry_from_record(ts, orjson.dumps(fields), node_id_label=False, default_labels={})
+        for ts, fields in records
+    ]
+    result = client.push(entries)
+    assert result.outcome == "ok", result.reason
+    # A real Loki answers queries from its ingesters at once, but allow it a moment.
+    start, end = min(ts for ts, _ in records), max(ts for ts, _ in records) + 1
+    query = selector(service_name=records[0][1]["service"])
+    deadline = time.monotonic() + 10.0
+    while len(client.query_range(query, start_ns=start, end_ns=end)) < len(records):
+        if time.monotonic() > deadline:
+            raise TimeoutError("pushed entries did not become visible within 10 s")
+        threading.Event().wait(0.05)
+
+
+def record(ts_ns: int, event: str, service: str, **fields: Any) -> dict[str, Any]:
+    seconds, nanos = divmod(ts_ns, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{nanos:09d}Z"
+    return {
+        "ts": stamp,
+        "level": "info",
+        "event": event,
+        "service": service,
+        "layer": "api",
+        **fields,
+    }
+
+
+@pytest.mark.integration
+def test_hostile_identifier_fetches_exactly_its_entries(client: LokiClient, tag: str) -> None:
+    now = time.time_ns() - 60 * 1_000_000_000
+    service, plain = f"api-{tag}", f"a-9-{tag}"
+    hostile = f'{plain}" or allocation_id=~".+'
+    push_records(
+        client,
+        [
+            (now, record(now, "plain", service, allocation_id=plain)),
+            (now + 1, record(now + 1, "hostile", service, allocation_id=hostile)),
+            (now + 2, record(now + 2, "other", service, allocation_id=f"a-10-{tag}")),
+            (now + 3, record(now + 3, "prefix", service, allocation_id=plain + '"')),
+            (now + 4, record(now + 4, "newline", service, allocation_id=plain + "\n}")),
+        ],
+    )
+
+    def fetched(ids: dict[str, str]) -> list[tuple[str, str | None, list[str]]]:
+        items = fetch(client, query_for(ids), start_ns=now, end_ns=now + 10)
+        return [
+            (i.message, i.allocation_id, list(i.attrs.get("rejected_ids", {})))  # type: ignore[union-attr]
+            for i in items
+        ]
+
+    assert fetched({"allocation_id": hostile}) == [("hostile", None, ["allocation_id"])]
+    assert fetched({"allocation_id": plain}) == [("plain", plain, [])]
+    assert fetched({"allocation_id": plain + "\n}"}) == [("newline", None, ["allocation_id"])]
+    assert fetched({"allocation_id": f"a-10-{tag}", "correlation_id": hostile}) == [
+        ("other", f"a-10-{tag}", [])
+    ]
+
+
+@pytest.mark.integration
+def test_paging_with_shared_timestamps_yields_each_entry_once(client: LokiClient, tag: str) -> None:
+    start = time.time_ns() - 120 * 1_000_000_000
+    service, node = f"api-{tag}", f"n-{tag}"
+    push_records(
+        client,
+        [
+            (
+                start + (n // 4) * 1000,
+                record(start + (n // 4) * 1000, f"entry {n}", service, node_id=node),
+            )
+            for n in range(23)
+        ],
+    )
+    query = query_for({"node_id": node})
+
+    paged = list(fetch(client, query, start_ns=start, end_ns=start + 10_000, page_limit=5))
+    whole = list(fetch(client, query, start_ns=start, end_ns=start + 10_000))
+
+    events = [e for e in paged if isinstance(e, Event)]
+    assert sorted(e.message for e in events) == sorted(f"entry {n}" for n in range(23))
+    assert len({e.hash for e in events}) == 23
+    assert [e.ts_ns for e in events] == sorted(e.ts_ns for e in events)
+    assert sorted(paged, key=lambda e: getattr(e, "hash", 0)) == sorted(
+        whole, key=lambda e: getattr(e, "hash", 0)
+    )
+
+
+@pytest.mark.integration
+def test_a_page_of_one_timestamp_cannot_be_passed(client: LokiClient, tag: str) -> None:
+    ts = time.time_ns() - 60 * 1_000_000_000
+    service = f"api-{tag}"
+    push_records(client, [(ts, record(ts, f"same {n}", service)) for n in range(4)])
+
+    with pytest.raises(
+        SourceError, match=r"share timestamp \d+; paging by time cannot pass them: raise page_limit"
+    ):
+        list(
+            fetch(client, selector(service_name=service), start_ns=ts, end_ns=ts + 1, page_limit=3)
+        )
