@@ -140,7 +140,8 @@ def _parse_baggage(value: str, ids: dict[str, str], problems: list[str]) -> None
         if not sep or key not in IDENTIFIER_KEYS:
             continue  # other vendors' entries are theirs, not ours
         raw = rest.split(";", 1)[0].strip()
-        decoded = unquote(raw, errors="strict") if "%" in raw else raw
+        # Invalid UTF-8 after decoding becomes U+FFFD, which the identifier check refuses.
+        decoded = unquote(raw, errors="replace") if "%" in raw else raw
         reason = problem(key, decoded)
         if reason is None:
             ids[key] = decoded

@@ -78,14 +78,12 @@ _HEX16: Final = re.compile(r"[0-9a-f]{16}")
 _ZERO_TRACE: Final = "0" * 32
 _ZERO_SPAN: Final = "0" * 16
 
-# Values already proven acceptable, by rule, plus None (absent is fine). A log repeats its
-# node, allocation, workflow and (within a request) correlation and trace ids many times; one
-# set test for all five identifiers costs a fraction of five regex calls. Bounded: emptied
-# when full, like the timestamp caches of _time.
+# Identifier values already proven acceptable, plus None (absent is fine). A log repeats its
+# node, allocation, workflow and (within a request) correlation ids many times; one set test
+# for all five costs a fraction of five regex calls. Bounded: emptied when full, like the
+# timestamp caches of _time.
 _CACHE_LIMIT: Final = 65_536
 _good_ids: set[str | None] = {None}
-_good_traces: set[str | None] = {None}
-_good_spans: set[str | None] = {None}
 
 # Keys read from every record, in the order _row unpacks them.
 _HEAD_KEYS: Final = ("ts", "layer", "service", "level", "event", "error")
@@ -252,9 +250,9 @@ def take_id(key: str, value: object, rejected: dict[str, str]) -> str | None:
                 return _remember(_good_ids, value)
         elif key == "trace_id":
             if _HEX32.fullmatch(value) and value != _ZERO_TRACE:
-                return _remember(_good_traces, value)
+                return value
         elif key == "span_id" and _HEX16.fullmatch(value) and value != _ZERO_SPAN:
-            return _remember(_good_spans, value)
+            return value
     elif type(value) is int and key in IDENTIFIER_KEYS:
         return take_id(key, str(value), rejected)
     rejected[key] = problem(key, value) or "is not acceptable"
@@ -390,17 +388,25 @@ def _row(
 
     rejected: dict[str, str] = {}
     ids = tuple(map(pop, IDENTIFIER_KEYS, _NONES))
-    trace_id = pop("trace_id", None)
-    span_id = pop("span_id", None)
     try:
-        known = _good_ids.issuperset(ids) and trace_id in _good_traces and span_id in _good_spans
+        known = _good_ids.issuperset(ids)
     except TypeError:  # an unhashable value (a list, an object) where an identifier belongs
         known = False
     if not known:
         ids = tuple(map(take_id, IDENTIFIER_KEYS, ids, (rejected,) * len(ids)))
-        trace_id = take_id("trace_id", trace_id, rejected)
-        span_id = take_id("span_id", span_id, rejected)
     node_id, node_instance_id, correlation_id, allocation_id, workflow_id = ids
+    # Trace and span ids are new with every request (span: every record), so a cache would
+    # only churn; the regex is one C call.
+    trace_id = pop("trace_id", None)
+    if trace_id is not None and (
+        type(trace_id) is not str or not _HEX32.fullmatch(trace_id) or trace_id == _ZERO_TRACE
+    ):
+        trace_id = take_id("trace_id", trace_id, rejected)
+    span_id = pop("span_id", None)
+    if span_id is not None and (
+        type(span_id) is not str or not _HEX16.fullmatch(span_id) or span_id == _ZERO_SPAN
+    ):
+        span_id = take_id("span_id", span_id, rejected)
 
     owner_hint = error_type = None
     if error is not None:

@@ -82,6 +82,11 @@ def test_baggage_correlation_id_wins_over_the_plain_header() -> None:
             "allowed: ASCII letters, digits and . _ : / @ + ~ -",
         ),
         ({"baggage": "a=" + "x" * 9000}, "baggage header is over 8192 bytes; ignored"),
+        (
+            {"baggage": "correlation_id=%ff"},
+            "baggage header: correlation_id holds '\ufffd' (U+FFFD) at position 0; allowed: "
+            "ASCII letters, digits and . _ : / @ + ~ -",
+        ),
     ],
 )
 def test_hostile_headers_are_left_out_with_a_reason(headers: dict[str, str], problem: str) -> None:

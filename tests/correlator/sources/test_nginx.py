@@ -747,6 +747,30 @@ def test_json_time_fields(fields: dict[str, Any], ts_ns: int) -> None:
     assert item.ts_ns == ts_ns
 
 
+def test_json_first_listed_name_wins() -> None:
+    line = orjson.dumps(
+        {
+            "uri": "/v1/decoded path",
+            "request_uri": "/v1/raw%20path?x=1",
+            "method": "PUT",
+            "request_method": "POST",
+            "msec": "1795353079",
+            "status": "200",
+            "client": "10.9.9.9",
+            "remote_addr": "",
+            "host": "api.local",
+        }
+    )
+    (item,) = read(line)
+    assert isinstance(item, Event)
+    assert (item.http_method, item.http_path, item.service) == (
+        "POST",
+        "/v1/raw%20path",
+        "api.local",
+    )
+    assert item.attrs["client"] == "10.9.9.9"  # remote_addr is empty, so the next name counts
+
+
 def test_json_identifier_problems_are_noted() -> None:
     line = orjson.dumps(
         {
