@@ -34,3 +34,7 @@ LOKI_BEARER_TOKEN: Final = "CORRELATOR_LOKI_BEARER_TOKEN"  # noqa: S105 - a vari
 
 LOKI_CA_BUNDLE: Final = "CORRELATOR_LOKI_CA_BUNDLE"
 """PEM CA bundle for Loki's TLS certificate."""
+
+FINDINGS_INTERVAL_S: Final = "CORRELATOR_FINDINGS_INTERVAL_S"
+"""``correlator serve`` logs every open finding as an ``event="finding"`` record this often
+(seconds; default 300; 0 turns it off): a gauge the lifecycle dashboard reads from Loki."""

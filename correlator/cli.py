@@ -174,6 +174,8 @@ def _findings(args: argparse.Namespace, store: Store) -> int:
 
     now = queries.parse_time_ns(args.now) if args.now else time.time_ns()
     found = queries.findings(store, now)
+    if args.log:
+        queries.log_findings(found)
     if args.json:
         _print_json({"findings": found})
     else:
@@ -205,12 +207,32 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
         read_token=os.environ.get(_environ.READ_TOKEN) or None,
         max_body_bytes=int(os.environ.get(_environ.MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES)),
     )
+    interval_s = float(os.environ.get(_environ.FINDINGS_INTERVAL_S, "300"))
+    if interval_s > 0:
+        _start_findings_logger(store, interval_s)
     print(
         f"correlator: serving {store.path} on http://{args.host}:{args.port}/ (API docs at /docs)",
         file=sys.stderr,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0
+
+
+def _start_findings_logger(store: Store, interval_s: float) -> None:
+    """Log the open findings now and every ``interval_s`` from a daemon thread."""
+    import threading
+
+    from correlator import queries
+
+    def loop() -> None:
+        while True:
+            try:
+                queries.log_findings(queries.findings(store, time.time_ns()))
+            except CorrelatorError as exc:
+                print(f"correlator: findings could not be computed: {exc}", file=sys.stderr)
+            time.sleep(interval_s)
+
+    threading.Thread(target=loop, name="correlator-findings", daemon=True).start()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -258,6 +280,9 @@ def _parser() -> argparse.ArgumentParser:
     findings = sub.add_parser("findings", help="stuck lifecycles, drift and orphans")
     findings.add_argument("--json", action="store_true")
     findings.add_argument("--now", help="reference time (default: now)")
+    findings.add_argument(
+        "--log", action="store_true", help="also log each finding through agent_logging"
+    )
 
     latency = sub.add_parser("latency", help="per-phase durations by provider")
     latency.add_argument("--json", action="store_true")

@@ -9,7 +9,7 @@ from typing import Any, Final
 from correlator.errors import QueryError
 from correlator.store import Store
 
-__all__ = ["findings", "latency", "parse_duration_s", "parse_time_ns"]
+__all__ = ["findings", "latency", "log_findings", "parse_duration_s", "parse_time_ns"]
 
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -74,3 +74,16 @@ def latency(store: Store) -> list[dict[str, Any]]:
     from correlator import latency as phases
 
     return [p.as_dict() for p in phases.latency(store.lifecycle_events())]
+
+
+def log_findings(found: list[dict[str, Any]]) -> None:
+    """Log each finding as an ``event="finding"`` record through agent_logging, so findings
+    reach Loki with the rest of the evidence (the lifecycle dashboard reads them)."""
+    import agent_logging
+
+    log = agent_logging.get_logger("correlator.findings")
+    for finding in found:
+        fields = {k: v for k, v in finding.items() if k not in ("ids", "evidence")}
+        fields.update(finding.get("ids") or {})
+        level = "error" if finding.get("severity") == "critical" else "warning"
+        getattr(log, level)("finding", **fields)

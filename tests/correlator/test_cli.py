@@ -117,3 +117,16 @@ def test_the_demo_command_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "verdict: owner layer cert" in result.stdout
     assert demo.STUCK_ALLOCATION in result.stdout
+
+
+def test_findings_can_be_logged_for_loki(demo_db: Path, captured) -> None:  # type: ignore[no-untyped-def]
+    sink = captured(service="correlator", layer="api")
+    assert (
+        main(["--db", str(demo_db), "findings", "--json", "--log", "--now", str(DEMO_NOW_NS)]) == 0
+    )
+    logged = [r for r in sink.records if r["event"] == "finding"]
+    assert [(r["rule"], r["level"]) for r in logged] == [
+        ("projection_drift", "error"),
+        ("release_failed_stuck", "warning"),
+    ]
+    assert logged[1]["allocation_id"] == demo.STUCK_ALLOCATION
