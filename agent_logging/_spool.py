@@ -1,11 +1,8 @@
 """The durable local spool of DESIGN §5: record → spool → shipper thread → Loki.
 
-A spool is one directory owned by one process at a time::
-
-    DIR/lock                          flock(LOCK_EX) held while open; holds the owner's pid
-    DIR/seg-0000000000000007.spool    append-only segments of frames (see ``_framing``)
-    DIR/acked                         "1 SEQ OFFSET": where the oldest unacknowledged record is
-    DIR/seg-....spool.bad             a segment that could not be read at all, kept for autopsy
+A spool is one directory owned by one process at a time: a lock file, append-only segment
+files and an ack file (the layout, replay and the reading of segment files are in
+``_segments``; this module holds the live spool's state).
 
 Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own ``ts_ns``)
 and hands it to the OS with ONE ``os.write`` on an ``O_APPEND`` fd under one lock, so a
@@ -29,13 +26,8 @@ and line) and deletes a segment once all of it is acknowledged, never before. Me
 most one batch: segments are tracked as counts, and reads go through a window of about
 ``max_bytes``.
 
-Replay. On open, every segment at or after the acked position is scanned once to count its
-records; torn tails and corrupt frames are skipped and counted (``torn``, ``corrupt``), a
-segment that cannot be read at all is renamed ``*.bad`` (``bad_segments``), segments with
-nothing left to ship are deleted. The scan keeps no payload and costs about 2 µs per frame
-here (110-150 MB/s of 200-byte records; CRC alone runs at ~0.9 GB/s), so a full 256 MiB spool
-of small records delays an open by about two seconds. Replayed data counts as synced: it
-already survived the previous process.
+Replay. On open, the spool takes stock of the segments a previous run left
+(``_segments.take_stock``: counted, damage skipped and counted, finished segments deleted).
 
 Size cap. ``max_bytes`` bounds the sum of segment file sizes (what fills a disk), so room is
 freed a whole segment at a time; ``segment_bytes`` must be at most half of it. When a record
@@ -83,24 +75,29 @@ import contextlib
 import dataclasses
 import fcntl
 import os
-import re
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal, NamedTuple, Self
+from typing import Final, Literal, Self
 
-from agent_logging._framing import (
-    HEADER_BYTES,
-    Frame,
-    TornTail,
-    count_frames,
-    encode_frame,
-    read_frames,
+from agent_logging._framing import HEADER_BYTES, encode_frame
+from agent_logging._segments import (
+    Segment,
+    SpooledRecord,
+    SpoolPosition,
+    first_ts_ns,
+    fsync_path,
+    read_all,
+    read_segment,
+    segment_path,
+    set_aside,
+    take_stock,
+    unlink,
+    write_acked,
 )
 from agent_logging.errors import ConfigurationError, SpoolError
 
@@ -119,26 +116,9 @@ FullPolicy = Literal["drop_oldest", "drop_newest", "block"]
 FsyncPolicy = Literal["batch", "interval", "always", "never"]
 _FULL_POLICIES: Final = ("drop_oldest", "drop_newest", "block")
 _FSYNC_POLICIES: Final = ("batch", "interval", "always", "never")
-_SEGMENT_NAME: Final = re.compile(r"seg-(\d{16})\.spool")
-_OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC
 _OPEN_APPEND: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
-_SCAN_WINDOW_BYTES: Final = 1 << 20
 #: The clock of the ``interval`` fsync policy; tests replace it.
 _now = time.monotonic
-
-
-class SpooledRecord(NamedTuple):
-    """One record as spooled: its own timestamp and its rendered line (no newline)."""
-
-    ts_ns: int
-    payload: bytes
-
-
-class SpoolPosition(NamedTuple):
-    """A place in the spool: a segment's sequence number and a byte offset in it."""
-
-    segment: int
-    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,21 +156,6 @@ class SpoolStats:
     disk_bytes: int
 
 
-class _Segment:
-    """What the spool knows about one segment file, without holding its records."""
-
-    __slots__ = ("bytes", "checked", "path", "records", "seq", "size", "synced")
-
-    def __init__(self, seq: int, path: Path) -> None:
-        self.seq = seq
-        self.path = path
-        self.size = 0  # committed bytes: what the reader may read
-        self.records = 0  # unacknowledged intact frames
-        self.bytes = 0  # their framed size
-        self.synced = 0  # bytes known to be fsynced
-        self.checked = 0  # damage before this offset has been counted already
-
-
 _LIVE: weakref.WeakSet[Spool] = weakref.WeakSet()
 
 
@@ -226,7 +191,7 @@ class Spool:
         self._usable = False
         self._closed = False
         self._closed_why = "closed"
-        self._segments: deque[_Segment] = deque()
+        self._segments: deque[Segment] = deque()
         self._head_offset = 0
         self._superseded: SpoolPosition | None = None
         self._rotate_due = False
@@ -410,7 +375,7 @@ class Spool:
             self._superseded = SpoolPosition(segment.seq, self._head_offset)
         self._dropped += segment.records
         self._remove_head()
-        if not _unlink(segment.path):
+        if not unlink(segment.path):
             self._write_errors += 1
 
     def _remove_head(self) -> None:
@@ -437,7 +402,7 @@ class Spool:
         self._rotate_due = False
         if old.size == 0 and self._segments[0] is not old:
             self._segments.remove(old)  # nothing in it, and not the reader's: delete it now
-            _unlink(old.path)
+            unlink(old.path)
         else:
             self._sealed_bytes += old.size
         self._refresh_fast_limit()
@@ -447,13 +412,13 @@ class Spool:
             self._dir_dirty = True
         return True
 
-    def _create_segment(self, seq: int) -> tuple[_Segment, int]:
-        segment = _Segment(seq, self.directory / f"seg-{seq:016d}.spool")
+    def _create_segment(self, seq: int) -> tuple[Segment, int]:
+        segment = Segment(seq, segment_path(self.directory, seq))
         fd = os.open(segment.path, _OPEN_APPEND, 0o600)
         self._segments.append(segment)
         return segment, fd
 
-    def _write_failed(self, active: _Segment) -> None:
+    def _write_failed(self, active: Segment) -> None:
         self._write_errors += 1
         try:  # cut off whatever part of the frame landed, so the next append starts clean
             os.ftruncate(self._fd, active.size)
@@ -471,7 +436,7 @@ class Spool:
 
     def _fsync_directory(self) -> None:
         """fsync the directory, so new and deleted names survive power loss (lock held)."""
-        if not _fsync_path(self.directory):
+        if not fsync_path(self.directory):
             self._write_errors += 1
 
     # -- durability ----------------------------------------------------------------------
@@ -489,11 +454,11 @@ class Spool:
         finally:
             if active_fd >= 0:
                 os.close(active_fd)
-        if dir_dirty and not _fsync_path(self.directory):
+        if dir_dirty and not fsync_path(self.directory):
             with self._lock:
                 self._write_errors += 1
 
-    def _fsync_segment(self, segment: _Segment, size: int, active_fd: int) -> None:
+    def _fsync_segment(self, segment: Segment, size: int, active_fd: int) -> None:
         # Outside the append lock: an fsync takes milliseconds, an append a microsecond.
         if segment is self._active and active_fd >= 0:
             try:
@@ -502,7 +467,7 @@ class Spool:
             except OSError:
                 synced = False
         else:
-            synced = _fsync_path(segment.path)  # a deleted segment needs no sync: True
+            synced = fsync_path(segment.path)  # a deleted segment needs no sync: True
         with self._lock:
             if synced:
                 segment.synced = max(segment.synced, size)
@@ -558,7 +523,7 @@ class Spool:
                         segment is not self._active,
                     )
                 try:
-                    records, end, torn, corrupt = _read_segment(
+                    records, end, torn, corrupt = read_segment(
                         segment.path,
                         start.offset,
                         limit,
@@ -589,7 +554,7 @@ class Spool:
                 self._unlink_counted(segment.path)
 
     def _read_failed(
-        self, segment: _Segment, start: SpoolPosition, sealed: bool, exc: OSError
+        self, segment: Segment, start: SpoolPosition, sealed: bool, exc: OSError
     ) -> None:
         with self._lock:
             if self._segments[0] is not segment or self._head_offset != start.offset:
@@ -602,7 +567,7 @@ class Spool:
             self._dropped += segment.records
             self._bad_segments += 1
             self._remove_head()
-        _set_aside(segment.path)
+        set_aside(segment.path)
 
     def ack(self, batch: Batch) -> None:
         """Acknowledge the batch from the last :meth:`peek_batch`: it reached Loki.
@@ -645,22 +610,15 @@ class Spool:
                 self._unlink_counted(segment.path)
 
     def _write_acked(self, position: SpoolPosition) -> None:
-        # No fsync: after power loss an old or missing ack file only causes a resend.
-        tmp = self.directory / "acked.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, f"1 {position.segment} {position.offset}\n".encode())
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.directory / "acked")
+            write_acked(self.directory, position)
         except OSError:
             with self._lock:
                 self._write_errors += 1
 
     def _unlink_counted(self, path: Path) -> None:
         """Delete a file, counting a failure as a write error (lock not held)."""
-        if not _unlink(path):
+        if not unlink(path):
             with self._lock:
                 self._write_errors += 1
 
@@ -692,7 +650,7 @@ class Spool:
                 disk_bytes=self._disk_bytes(),
             )
         for path, start, size in candidates:
-            ts_ns = _first_ts_ns(path, start, size)
+            ts_ns = first_ts_ns(path, start, size)
             if ts_ns is not None:
                 return dataclasses.replace(stats, oldest_ts_ns=ts_ns)
         return stats
@@ -722,7 +680,7 @@ class Spool:
                 self._fd = -1
                 if self._active.size == 0:
                     self._segments.pop()
-                    _unlink(self._active.path)
+                    unlink(self._active.path)
             _LIVE.discard(self)
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -766,39 +724,15 @@ class Spool:
 
     def _replay(self) -> int:
         """Take stock of a previous run's segments; return the next sequence number."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.directory / "acked.tmp")
-        acked = _read_acked(self.directory)
-        files = _segment_files(self.directory)
-        # Above the ack's sequence too: a new segment numbered below it would count as acked.
-        last = max([seq for seq, _ in files] + [acked.segment if acked else 0])
-        for seq, path in files:
-            start = 0
-            if acked is not None and seq <= acked.segment:
-                if seq < acked.segment:
-                    self._unlink_counted(path)  # acknowledged; a crash came before its deletion
-                    continue
-                start = acked.offset
-            segment = _Segment(seq, path)
-            try:
-                size, torn, corrupt = _scan_segment(segment, start)
-            except OSError:
-                self._bad_segments += 1
-                _set_aside(path)
-                continue
-            self._torn += torn
-            self._corrupt += corrupt
-            if not segment.records:
-                self._unlink_counted(path)  # nothing left to ship: acknowledged or damaged
-                continue
-            # Replayed bytes count as synced: they survived the previous process already.
-            segment.size = segment.synced = segment.checked = size
-            if not self._segments:
-                self._head_offset = start
-            self._segments.append(segment)
-            self._sealed_bytes += size
-            self._bytes += segment.bytes
-        return last + 1
+        stock = take_stock(self.directory)
+        self._segments.extend(stock.segments)
+        self._head_offset = stock.head_offset
+        self._sealed_bytes = sum(segment.size for segment in stock.segments)
+        self._bytes = sum(segment.bytes for segment in stock.segments)
+        self._torn, self._corrupt = stock.torn, stock.corrupt
+        self._bad_segments = stock.bad_segments
+        self._write_errors = stock.unlink_failures
+        return stock.next_seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -841,129 +775,6 @@ class _Options:
         return cls(max_bytes, segment_bytes, full_policy, block_timeout_s, fsync, fsync_interval_s)
 
 
-def read_all(directory: str | os.PathLike[str]) -> Iterator[SpooledRecord]:
-    """Every unacknowledged record of a spool directory, oldest first, without its lock.
-
-    For ``agent-logging status``/``drain`` to inspect a spool whose owner is gone or alive.
-    Torn tails and corrupt frames are skipped. With a live owner this is a snapshot that may
-    still include records acknowledged while it runs.
-
-    Args:
-        directory: the spool directory.
-
-    Returns:
-        An iterator holding one read window in memory at a time.
-
-    Raises:
-        SpoolError: the directory cannot be listed (raised on first iteration).
-    """
-    path = Path(directory)
-    try:
-        files = _segment_files(path)
-    except OSError as exc:
-        raise SpoolError(f"cannot read spool {path}: {exc}") from exc
-    acked = _read_acked(path)
-    for seq, segment_path in files:
-        start = 0
-        if acked is not None and seq <= acked.segment:
-            if seq < acked.segment:
-                continue
-            start = acked.offset
-        try:
-            fd = os.open(segment_path, _OPEN_READ)
-        except OSError:
-            continue  # deleted by its owner meanwhile, or unreadable
-        try:
-            frames = read_frames(_reader(fd), start, os.fstat(fd).st_size)
-            for item in frames:
-                if isinstance(item, Frame):
-                    yield SpooledRecord(item.ts_ns, item.payload)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-
-
-def _reader(fd: int) -> Callable[[int, int], bytes]:
-    def read(offset: int, size: int) -> bytes:
-        return os.pread(fd, size, offset)
-
-    return read
-
-
-def _read_segment(
-    path: Path,
-    offset: int,
-    limit: int,
-    checked: int,
-    max_records: int,
-    max_bytes: int,
-    window_bytes: int,
-) -> tuple[list[SpooledRecord], int, int, int]:
-    """Read one batch from ``[offset, limit)`` of a segment.
-
-    Returns:
-        The records, the offset after the last item consumed, and the torn tails and corrupt
-        regions found at or after ``checked`` (damage before it was counted already).
-    """
-    records: list[SpooledRecord] = []
-    payload_bytes = 0
-    end = offset
-    torn = corrupt = 0
-    fd = os.open(path, _OPEN_READ)
-    try:
-        for item in read_frames(_reader(fd), offset, limit, window_bytes=window_bytes):
-            if isinstance(item, Frame):
-                if records and payload_bytes + len(item.payload) > max_bytes:
-                    break
-                records.append(SpooledRecord(item.ts_ns, item.payload))
-                payload_bytes += len(item.payload)
-                end = item.end
-                if len(records) >= max_records:
-                    break
-            else:
-                if item.offset >= checked:
-                    torn += isinstance(item, TornTail)
-                    corrupt += not isinstance(item, TornTail)
-                end = item.end
-    finally:
-        os.close(fd)
-    return records, end, torn, corrupt
-
-
-def _scan_segment(segment: _Segment, start: int) -> tuple[int, int, int]:
-    """Count a segment's intact records from ``start`` into ``segment``.
-
-    Returns:
-        The file's size, and the torn tails and corrupt regions found.
-    """
-    fd = os.open(segment.path, _OPEN_READ)
-    try:
-        size = os.fstat(fd).st_size
-        found = count_frames(_reader(fd), start, size, window_bytes=_SCAN_WINDOW_BYTES)
-    finally:
-        os.close(fd)
-    segment.records = found.records
-    segment.bytes = found.records * HEADER_BYTES + found.payload_bytes
-    return size, found.torn, found.corrupt
-
-
-def _first_ts_ns(path: Path, start: int, size: int) -> int | None:
-    try:
-        fd = os.open(path, _OPEN_READ)
-    except OSError:
-        return None  # acknowledged and deleted meanwhile
-    try:
-        for item in read_frames(_reader(fd), start, size, window_bytes=4096):
-            if isinstance(item, Frame):
-                return item.ts_ns
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None
-
-
 def _lock_directory(path: Path) -> int | None:
     """Create the directory if needed and flock it; None when another owner holds it."""
     try:
@@ -991,54 +802,3 @@ def _owner_pid(path: Path) -> str:
     except (OSError, UnicodeDecodeError):
         return "unknown"
     return text if text.isdigit() else "unknown"
-
-
-def _read_acked(path: Path) -> SpoolPosition | None:
-    """The acknowledged position, or None (resend everything) when missing or garbled."""
-    try:
-        fields = (path / "acked").read_text("ascii").split()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if len(fields) != 3 or fields[0] != "1" or not (fields[1].isdigit() and fields[2].isdigit()):
-        return None
-    return SpoolPosition(int(fields[1]), int(fields[2]))
-
-
-def _segment_files(path: Path) -> list[tuple[int, Path]]:
-    with os.scandir(path) as entries:
-        found = [
-            (int(match[1]), Path(entry.path))
-            for entry in entries
-            if (match := _SEGMENT_NAME.fullmatch(entry.name))
-        ]
-    return sorted(found)
-
-
-def _fsync_path(path: Path) -> bool:
-    """fsync a file or directory by name; False when that fails (a missing file is fine)."""
-    try:
-        fd = os.open(path, _OPEN_READ)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    try:
-        os.fsync(fd)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def _unlink(path: Path) -> bool:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        return False
-    return True
-
-
-def _set_aside(path: Path) -> None:
-    with contextlib.suppress(OSError):  # nothing more to do if even a rename fails
-        os.replace(path, path.with_name(path.name + ".bad"))

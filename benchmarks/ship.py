@@ -5,9 +5,10 @@ process of its own: its CPU does not share the measured process's GIL, though it
 the machine's cores. Every scenario runs in a fresh child process, against a fresh server:
 
 - ``agent_logging``: ``configure(loki_url=..., spool_dir=..., spool_fsync="batch")``, five
-  identifiers bound, one thread logging ``--records`` records as fast as it can. Run twice:
-  into the test server, and into a counting sink (``benchmarks._common``) that only counts
-  entries, which shows what the client sustains when the server is not the bottleneck.
+  identifiers bound, one thread logging as fast as it can. Run twice: into the test server
+  (``--server-records``), and into a counting sink (``benchmarks._common``, ``--records``)
+  that only counts entries, which shows what the client sustains when the server is not the
+  bottleneck (the test server is: it stores each entry in Python, with Loki's checks).
 - ``LokiHandler`` (python-logging-loki 0.3.1): one blocking POST per record, the same JSON
   line (a stdlib JSON formatter with the same fields).
 - ``LokiQueueHandler``: the same handler behind a ``QueueListener`` thread.
@@ -395,12 +396,27 @@ def _caller_us(run: dict[str, Any]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000, help="agent_logging, Loki up")
-    parser.add_argument("--baseline-records", type=int, default=3_000, help="baselines, Loki up")
-    parser.add_argument("--outage-records", type=int, default=500_000, help="agent_logging")
-    parser.add_argument("--outage-handler-records", type=int, default=300, help="LokiHandler")
-    parser.add_argument("--outage-queue-records", type=int, default=100_000, help="queue handler")
-    parser.add_argument("--paced-records", type=int, default=10_000, help="agent_logging, paced")
+    parser.add_argument(
+        "--records", type=int, default=200_000, help="agent_logging into the counting sink"
+    )
+    parser.add_argument(
+        "--server-records", type=int, default=100_000, help="agent_logging into the test server"
+    )
+    parser.add_argument(
+        "--baseline-records", type=int, default=3_000, help="each baseline, Loki up"
+    )
+    parser.add_argument(
+        "--outage-records", type=int, default=500_000, help="agent_logging, Loki down"
+    )
+    parser.add_argument(
+        "--outage-handler-records", type=int, default=300, help="LokiHandler, Loki down"
+    )
+    parser.add_argument(
+        "--outage-queue-records", type=int, default=100_000, help="LokiQueueHandler, down"
+    )
+    parser.add_argument(
+        "--paced-records", type=int, default=10_000, help="agent_logging, paced, up and down"
+    )
     parser.add_argument("--paced-rate", type=float, default=2_000.0, help="calls/s when paced")
     parser.add_argument("--quick", action="store_true", help="divide every count by 10")
     parser.add_argument("--skip-baselines", action="store_true")
@@ -413,7 +429,7 @@ def main() -> None:
     if args.child:
         _child(args.child, args.url, args.records, args.rate)
         return
-    counts = ["records", "baseline_records", "outage_records", "paced_records"]
+    counts = ["records", "server_records", "baseline_records", "outage_records", "paced_records"]
     counts += ["outage_handler_records", "outage_queue_records"]
     if args.quick:
         for name in counts:
@@ -424,7 +440,7 @@ def main() -> None:
     began = time.monotonic()
     runs: dict[str, dict[str, Any]] = {}
     with LokiProcess() as loki:
-        runs["ours"] = _run("durable", args.records, url=loki.url, loki=loki)
+        runs["ours"] = _run("durable", args.server_records, url=loki.url, loki=loki)
     with LokiProcess(sink=True) as sink:
         runs["ours_sink"] = _run("durable", args.records, url=sink.url, loki=sink)
     runs["reference"] = _run("reference", min(args.records, 100_000))

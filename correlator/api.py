@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
 import agent_logging
@@ -47,7 +48,8 @@ STATUS: Final[tuple[tuple[type[CorrelatorError], int], ...]] = (
     (CorrelatorError, 500),
 )
 DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
-_PAGE: Final = Path(__file__).with_name("web") / "index.html"
+_WEB: Final = Path(__file__).with_name("web")
+_PAGE: Final = _WEB / "index.html"
 _log = agent_logging.get_logger("correlator.api")
 
 
@@ -171,6 +173,9 @@ def create_app(
     async def healthz() -> dict[str, Any]:
         """Liveness: the store answers."""
         return {"status": "ok", "events": await run_in_threadpool(store.count)}
+
+    if _WEB.is_dir():  # the page's script and style; an install without package data has none
+        app.mount("/static", StaticFiles(directory=_WEB), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:

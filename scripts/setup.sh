@@ -14,3 +14,7 @@ if ! python -c "import agent_logging, structlog, orjson, pytest, fastapi" 2>/dev
     python -m pip install --quiet -e '.[dev]'
     touch .venv/.installed
 fi
+# The LogQL parser the dashboard tests use (Grafana's own grammar), pinned by package-lock.json.
+if command -v npm >/dev/null 2>&1 && [ ! -d dashboards/node_modules/@grafana/lezer-logql ]; then
+    npm ci --prefix dashboards --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -4,6 +4,7 @@
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi

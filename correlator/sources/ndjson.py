@@ -163,7 +163,7 @@ def hasher(source: str) -> Any:
     """A blake2b state equal to the one :func:`~correlator.model.content_hash` starts from.
 
     ``hasher(kind).copy()`` + ``update(raw)`` gives the same digest as ``content_hash(kind,
-    raw)`` at a third of the cost of building the state with its person string every time.
+    raw)`` for less than building the state, person string and all, for every line.
 
     Args:
         source: the source kind.

@@ -42,6 +42,7 @@ import orjson
 from agent_logging._ids import problem
 from agent_logging._propagation import parse_headers
 from correlator.model import IDENTIFIER_KEYS, MAX_LINE_BYTES, Event, Reject, content_hash
+from correlator.sources._lines import excerpt, line_reject, unreadable
 from correlator.sources._time import parse_postgres_ns
 
 __all__ = ["CSV_COLUMNS", "parse", "sqlcommenter_tags"]
@@ -174,20 +175,7 @@ def parse(lines: Iterable[bytes], origin: str) -> Iterator[Event | Reject]:
 
 
 def _reject(origin: str, line_no: int, reason: str, raw: bytes) -> Reject:
-    excerpt = raw[:800].decode("utf-8", "replace")[:200]
-    return Reject(_SOURCE, origin, line_no, f"line {line_no} {reason}", excerpt)
-
-
-def _unreadable(line_no: int, raw: bytes) -> str | None:
-    """Why a physical line cannot be read at all (too long, not UTF-8), or None."""
-    if len(raw) > MAX_LINE_BYTES:
-        return f"line {line_no} is {len(raw):,} bytes; the limit is {MAX_LINE_BYTES:,}"
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        byte = raw[exc.start]
-        return f"line {line_no} is not valid UTF-8 (byte 0x{byte:02x} at offset {exc.start})"
-    return None
+    return line_reject(_SOURCE, origin, line_no, reason, raw)
 
 
 @dataclasses.dataclass(slots=True)
@@ -210,7 +198,7 @@ class _CsvRecord:
         self.quotes += raw.count(b'"')
         self.size += len(raw) + 1
         if self.problem is None:
-            self.problem = _unreadable(line_no, raw)
+            self.problem = unreadable(line_no, raw)
             if self.problem is not None and line_no != self.line_no:
                 self.problem = f"line {self.line_no} starts a csvlog record whose {self.problem}"
             elif self.problem is None and self.size > MAX_LINE_BYTES:
@@ -222,15 +210,13 @@ class _CsvRecord:
             self.raws.append(raw)
 
     def reject(self, origin: str, reason: str) -> Reject:
-        excerpt = self.raws[0][:800].decode("utf-8", "replace")[:200]
         reason = f"line {self.line_no} starts a csvlog record that {reason}"
-        return Reject(_SOURCE, origin, self.line_no, reason, excerpt)
+        return Reject(_SOURCE, origin, self.line_no, reason, excerpt(self.raws[0]))
 
     def finish(self, origin: str) -> Event | Reject:
         raw = b"\n".join(self.raws)
         if self.problem is not None:
-            excerpt = self.raws[0][:800].decode("utf-8", "replace")[:200]
-            return Reject(_SOURCE, origin, self.line_no, self.problem, excerpt)
+            return Reject(_SOURCE, origin, self.line_no, self.problem, excerpt(self.raws[0]))
         text = raw.decode("utf-8")
         try:
             rows = list(csv.reader([text.rstrip("\r")], strict=True))
@@ -246,9 +232,9 @@ class _CsvRecord:
 
 
 def _json_record(raw: bytes, line_no: int, origin: str) -> Event | Reject:
-    reason = _unreadable(line_no, raw)
+    reason = unreadable(line_no, raw)
     if reason is not None:
-        return Reject(_SOURCE, origin, line_no, reason, raw[:800].decode("utf-8", "replace")[:200])
+        return Reject(_SOURCE, origin, line_no, reason, excerpt(raw))
     text = raw.decode("utf-8").rstrip("\r")
     try:
         obj = orjson.loads(text)

@@ -193,6 +193,24 @@ def test_default_layer_fills_in() -> None:
     ]
 
 
+def test_lines_that_only_look_like_records_and_oversized_lines() -> None:
+    huge = "x" * 1_048_577
+    body = streams_body(
+        (API, [(T0, "{not json"), (T0 + 1, '{"layer": "frontend"}'), (T0 + 2, huge)])
+    )
+    client = mock_client(lambda request: httpx.Response(200, content=body))
+
+    items = list(fetch(client, '{a="b"}', start_ns=T0, end_ns=T0 + 3))
+
+    assert [(i.message, i.layer, i.trace_id) for i in items[:2]] == [  # type: ignore[union-attr]
+        ("{not json", "api", TRACE),
+        ('{"layer": "frontend"}', "api", TRACE),  # not a record we can read: kept as a line
+    ]
+    assert items[2] == Reject(
+        "loki", '{a="b"}', 3, "entry 3 is 1,048,577 bytes; the limit is 1,048,576", "x" * 200
+    )
+
+
 def test_loki_failure_is_a_source_error() -> None:
     client = mock_client(lambda request: httpx.Response(400, text="parse error at line 1, col 2"))
 

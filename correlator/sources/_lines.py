@@ -1,0 +1,68 @@
+"""The checks a line-oriented source adapter makes before it reads a line, and its rejects.
+
+Separate so that every adapter refuses the same lines with the same words: a line longer than
+:data:`~correlator.model.MAX_LINE_BYTES` or not valid UTF-8 cannot be read at all, and a
+reject names the line (``line 7 is not valid JSON: ...``) and carries an excerpt of it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from correlator.model import MAX_LINE_BYTES, Reject
+
+__all__ = ["EXCERPT_CHARS", "excerpt", "line_reject", "unreadable"]
+
+#: How much of a line a reject keeps, in characters.
+EXCERPT_CHARS: Final = 200
+
+
+def excerpt(raw: bytes) -> str:
+    """The first :data:`EXCERPT_CHARS` characters of a line, decoded leniently, for a reject.
+
+    Args:
+        raw: the line as read.
+
+    Returns:
+        Its start, undecodable bytes replaced by U+FFFD.
+    """
+    # A UTF-8 character takes at most 4 bytes: decode no more than the excerpt can need.
+    return raw[: EXCERPT_CHARS * 4].decode("utf-8", "replace")[:EXCERPT_CHARS]
+
+
+def unreadable(line_no: int, raw: bytes) -> str | None:
+    """Why a physical line cannot be read at all (too long, not UTF-8), or None.
+
+    Args:
+        line_no: the line's number, for the reason.
+        raw: the line as read.
+
+    Returns:
+        A reason naming the line (``line 3 is not valid UTF-8 (byte 0xff at offset 9)``),
+        or None when the line can be decoded.
+    """
+    if len(raw) > MAX_LINE_BYTES:
+        return f"line {line_no} is {len(raw):,} bytes; the limit is {MAX_LINE_BYTES:,}"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"line {line_no} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        )
+    return None
+
+
+def line_reject(source: str, origin: str, line_no: int, reason: str, raw: bytes) -> Reject:
+    """A reject of line ``line_no``, its reason prefixed with ``line N``.
+
+    Args:
+        source: the adapter kind (``nginx``).
+        origin: where the line comes from (a path, ``http``).
+        line_no: the line's number.
+        reason: what is wrong, following ``line N`` (``is not valid JSON: ...``).
+        raw: the line, for the excerpt.
+
+    Returns:
+        The reject.
+    """
+    return Reject(source, origin, line_no, f"line {line_no} {reason}", excerpt(raw))

@@ -1,0 +1,340 @@
+"""The timeline page in a real Chromium against a real ``correlator serve``.
+
+The service runs as a subprocess on 127.0.0.1 over the demo incident plus one hostile record
+posted through ``POST /v1/evidence``; reads need a token, so the page's token prompt is on the
+path too. Playwright drives Debian's ``/usr/bin/chromium`` (``playwright install`` is never
+needed). A screenshot at 1280x800 lands in ``test-artifacts/timeline.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from correlator import demo
+from tests.correlator.conftest import DEMO_NOW_NS
+from tests.servers import free_port
+
+try:
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the environment
+    pytest.skip(
+        "the playwright package is not installed (pip install playwright)",
+        allow_module_level=True,
+    )
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium)"
+    ),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+WRITE_TOKEN = "web-test-write-token"
+READ_TOKEN = "web-test-read-token"
+HOSTILE = "<img src=x onerror=window.__pwned=1>"
+HOSTILE_RECORD = {
+    "ts": "2026-11-18T10:16:50Z",  # inside a-7f3c's incident, ten seconds after its request
+    "level": "warning",
+    "event": HOSTILE,
+    "service": "<script>window.__pwned=2</script>",
+    "layer": "api",
+    "allocation_id": "a-7f3c",
+    "node_id": "<b>n</b>",  # refused by the adapter: noted in attrs, never an identifier
+    "note": "<svg onload=window.__pwned=3>",
+}
+BASE_LAYERS = {"node", "ingress", "api", "workflow", "db"}
+START_TIMEOUT_S = 30.0
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"correlator serve exited: {log.read_text(errors='replace')}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling a port that is not open yet: nothing to wait on
+    raise TimeoutError(f"correlator serve did not answer within {START_TIMEOUT_S} s")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real ``correlator serve`` over the demo incident and a hostile record."""
+    root = tmp_path_factory.mktemp("web")
+    db = root / "demo.duckdb"
+    demo.build(db, now_ns=DEMO_NOW_NS)
+    port = free_port()
+    env = {
+        **os.environ,
+        "CORRELATOR_TOKEN": WRITE_TOKEN,
+        "CORRELATOR_READ_TOKEN": READ_TOKEN,
+        "CORRELATOR_FINDINGS_INTERVAL_S": "0",
+    }
+    log = root / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "correlator", "--db", str(db), "serve", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log)
+        posted = httpx.post(
+            f"{url}/v1/evidence?source=ndjson",
+            content=orjson.dumps(HOSTILE_RECORD),
+            headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+        )
+        assert posted.json()["accepted"] == 1, posted.text
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+            headless=True,
+        )
+        yield launched
+        launched.close()
+
+
+def _open(browser: Browser, *, token: str | None) -> tuple[Page, list[str]]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(10_000)
+    if token is not None:
+        context.add_init_script(
+            f"window.sessionStorage.setItem('correlator.token', {orjson.dumps(token).decode()})"
+        )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page, errors
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A 1280x800 tab that already holds the read token; fails on any uncaught page error."""
+    opened, errors = _open(browser, token=READ_TOKEN)
+    yield opened
+    opened.context.close()
+    assert errors == []
+
+
+def _timeline_json(server: str, query: str) -> dict[str, Any]:
+    response = httpx.get(
+        f"{server}/v1/timeline?{query}", headers={"Authorization": f"Bearer {READ_TOKEN}"}
+    )
+    response.raise_for_status()
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def _lanes(page: Page) -> list[str]:
+    layers: list[str] = page.locator("#lanes .lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.layer)"
+    )
+    return layers
+
+
+def test_the_page_asks_for_the_read_token_and_keeps_it_for_the_tab(
+    server: str, browser: Browser
+) -> None:
+    page, errors = _open(browser, token=None)
+    page.goto(f"{server}/")
+    expect(page.locator("#auth")).to_be_visible()
+    expect(page.locator("#auth-message")).to_contain_text("CORRELATOR_READ_TOKEN")
+    expect(page.locator("#token")).to_be_focused()
+    page.locator("#token").fill(READ_TOKEN)
+    page.keyboard.press("Enter")
+    expect(page.locator("#findings .finding")).to_have_count(2)
+    expect(page.locator("#q")).to_be_focused()
+    page.reload()
+    expect(page.locator("#findings .finding")).to_have_count(2)
+    expect(page.locator("#auth")).to_be_hidden()
+    expect(page.locator("#q")).to_be_focused()
+    assert page.evaluate("sessionStorage.getItem('correlator.token')") == READ_TOKEN
+    page.context.close()
+    assert errors == []
+
+
+def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page) -> None:
+    page.goto(f"{server}/")
+    expect(page.locator("#q")).to_be_focused()
+    page.keyboard.type("a-7f3c")
+    page.keyboard.press("Enter")
+
+    # The bare value resolves to an allocation, and the address bar says so.
+    expect(page).to_have_url(f"{server}/?allocation_id=a-7f3c")
+    verdict = page.locator("#verdict")
+    expect(verdict).to_contain_text("allocation_id=a-7f3c")
+    expect(verdict.locator(".owner")).to_have_text("cert")
+    expect(verdict).to_contain_text("confidence 90%")
+    data = _timeline_json(server, "allocation_id=a-7f3c")
+    present = {event["layer"] for event in data["events"]}
+    assert present == BASE_LAYERS
+    assert _lanes(page) == ["node", "ingress", "api", "workflow", "db"]
+    expect(page.locator("#lanes .mark")).to_have_count(len(data["events"]))
+    expect(page.locator("#lanes .mark.symptom")).to_have_count(len(data["verdict"]["explains"]))
+    expect(page.locator("#lanes .reimage")).to_contain_text("reimage n-17: ni-3 → ni-4")
+    expect(page.locator("#meta")).to_contain_text("api:provisioning-api -1.196 s")
+
+    # The first failure opens with its raw evidence and identifiers.
+    page.locator("#lanes .mark.first-failure").click()
+    detail = page.locator("#detail")
+    expect(detail).to_be_visible()
+    expect(detail.locator(".flag-first")).to_have_text("first failure")
+    expect(detail.locator("pre.raw")).to_contain_text(
+        "SSL_do_handshake() failed (SSL: error:0A000086:SSL routines::certificate verify "
+        "failed:certificate has expired)"
+    )
+    expect(detail.locator(".fields")).to_contain_text("certificate_expired")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "timeline.png"))
+
+    # Pivot on the event's identifier, then on the node from the identifier list.
+    correlation = data["verdict"]["first_failure"]["correlation_id"]
+    detail.get_by_role("button", name=f"Show the timeline of correlation_id={correlation}").click()
+    expect(page).to_have_url(f"{server}/?correlation_id={correlation}")
+    expect(verdict).to_contain_text(f"correlation_id={correlation}")
+    expect(detail).to_be_hidden()
+    page.locator("#ids").get_by_role("button", name="Show the timeline of node_id=n-17").click()
+    expect(page).to_have_url(f"{server}/?node_id=n-17")
+    expect(verdict).to_contain_text("node_id=n-17")
+    expect(page.locator("#q")).to_have_value("node_id=n-17")
+
+    # Back and forward walk the searches.
+    page.go_back()
+    expect(page).to_have_url(f"{server}/?correlation_id={correlation}")
+    expect(verdict).to_contain_text(f"correlation_id={correlation}")
+    page.go_back()
+    expect(verdict).to_contain_text("allocation_id=a-7f3c")
+    page.go_forward()
+    expect(verdict).to_contain_text(f"correlation_id={correlation}")
+
+
+def test_findings_link_to_their_timelines(server: str, page: Page) -> None:
+    page.goto(f"{server}/")
+    links = page.locator("#findings a.finding-link")
+    expect(links).to_have_count(2)
+    hrefs = links.evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert hrefs == ["/?allocation_id=a-51d2", "/?allocation_id=a-9e01"]
+    expect(page.locator("#findings")).to_contain_text("release_failed_stuck")
+
+    links.nth(1).click()
+    expect(page).to_have_url(f"{server}/?allocation_id=a-9e01")
+    expect(page.locator("#verdict")).to_contain_text("No failure found")
+    # The drift case has provider and projection evidence: their lanes follow the five.
+    assert _lanes(page) == ["node", "ingress", "api", "workflow", "db", "provider", "projection"]
+    expect(page.locator("#lanes .gap")).to_have_count(2)
+    expect(links.nth(1)).to_have_attribute("aria-current", "page")
+
+    links.nth(0).click()
+    expect(page).to_have_url(f"{server}/?allocation_id=a-51d2")
+    expect(page.locator("#verdict .owner")).to_have_text("node")
+
+
+def test_keyboard_reaches_and_opens_events(server: str, page: Page) -> None:
+    page.goto(f"{server}/?allocation_id=a-7f3c")
+    expect(page.locator("#verdict .owner")).to_have_text("cert")
+    expect(page.locator("#q")).to_be_focused()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('mark')"):
+            break
+    else:
+        pytest.fail("Tab never reached an event mark")
+    first = page.locator("#lanes .mark").first
+    expect(first).to_be_focused()
+    expect(first).to_have_attribute("aria-label", re.compile(r"reimage requested by inventory"))
+
+    page.keyboard.press("ArrowRight")
+    second = page.locator("#lanes .mark").nth(1)
+    expect(second).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#detail")).to_be_visible()
+    expect(page.locator("#detail-title")).to_be_focused()
+    expect(page.locator("#detail-title")).to_have_text("Event at 10:06:40.000 UTC")
+    expect(page.locator("#detail .detail-message")).to_have_text("agent started on a fresh image")
+    page.keyboard.press("Escape")
+    expect(page.locator("#detail")).to_be_hidden()
+    expect(second).to_be_focused()
+
+
+def test_hostile_evidence_and_input_are_shown_never_run(server: str, page: Page) -> None:
+    page.goto(f"{server}/?allocation_id=a-7f3c")
+    hostile = page.locator("#lanes .mark.lv-warning")
+    expect(hostile).to_have_count(1)
+    hostile.click()
+    expect(page.locator("#detail .detail-message")).to_have_text(HOSTILE)
+    expect(page.locator("#detail .service")).to_have_text("<script>window.__pwned=2</script>")
+    expect(page.locator("#detail pre.attrs")).to_contain_text("<svg onload=window.__pwned=3>")
+    expect(page.locator("#detail pre.attrs")).to_contain_text("rejected_ids")
+    assert page.evaluate("document.images.length") == 0
+    assert page.evaluate("document.querySelectorAll('script').length") == 1
+    assert page.evaluate("document.querySelectorAll('#main svg svg, #detail svg').length") == 0
+
+    # Typed into the search box, the same text comes back as the API's refusal, as text.
+    page.locator("#q").fill(HOSTILE)
+    page.keyboard.press("Enter")
+    expect(page.locator("#error")).to_contain_text("allocation_id holds '<' (U+003C) at position 0")
+    expect(page.locator("#verdict")).to_be_hidden()
+    page.goto(f"{server}/?allocation_id=%3Cscript%3Ewindow.__pwned%3D4%3C/script%3E")
+    expect(page.locator("#error")).to_contain_text("allocation_id holds '<'")
+    assert page.evaluate("document.images.length") == 0
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        (
+            "a-0000",
+            "no evidence mentions a-0000 (tried it as allocation_id, correlation_id, "
+            "workflow_id, node_id, node_instance_id)",
+        ),
+        ("allocation_id=a-404", "no evidence mentions allocation_id=a-404"),
+        ("colour=blue", "give exactly one identifier: ?KEY=VALUE with KEY one of node_id"),
+    ],
+)
+def test_errors_are_shown_plainly(server: str, page: Page, typed: str, message: str) -> None:
+    page.goto(f"{server}/")
+    page.locator("#q").fill(typed)
+    page.keyboard.press("Enter")
+    expect(page.locator("#error")).to_contain_text(message)
+    expect(page.locator("#lanes-section")).to_be_hidden()
