@@ -111,10 +111,7 @@ def _identifiers(fields: Mapping[str, str | None], attrs: dict[str, Any]) -> dic
         value = fields.get(field)
         if not value:
             continue
-        try:
-            found, problems = parse_headers({header: value})
-        except ValueError:  # parse_headers raises on %-escapes that are not UTF-8
-            found, problems = {}, [f"{header} header is not valid percent-encoded UTF-8"]
+        found, problems = parse_headers({header: value})
         for key, candidate in found.items():
             ids.setdefault(key, candidate)
         if problems:

@@ -783,10 +783,12 @@ def test_json_identifier_problems_are_noted() -> None:
     )
     (item,) = read(line)
     assert isinstance(item, Event)
-    assert (item.correlation_id, item.allocation_id, item.trace_id) == (None, None, None)
+    # The bad baggage member is refused alone; its batch-mate allocation_id is kept.
+    assert (item.correlation_id, item.allocation_id, item.trace_id) == (None, "a-1", None)
     assert item.attrs["rejected_ids"] == {
         "http_traceparent": "traceparent header is malformed: 'garbage'",
-        "http_baggage": "baggage header is not valid percent-encoded UTF-8",
+        "http_baggage": "baggage header: correlation_id holds '\ufffd' (U+FFFD) at position 0; "
+        "allowed: ASCII letters, digits and . _ : / @ + ~ -",
         "request_id": "correlation_id holds ' ' (U+0020) at position 1; allowed: ASCII letters, "
         "digits and . _ : / @ + ~ -",
     }
