@@ -521,26 +521,19 @@ class Store:
             )
 
     def _compute_cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
-        # The distinct identifier tuples first: one scan of the events, and every pair's
-        # count(DISTINCT) then runs over far fewer rows with the same (a, b) pairs.
         parts = []
         for i, a in enumerate(IDENTIFIER_KEYS):
             for b in IDENTIFIER_KEYS[i + 1 :]:
                 parts.append(
-                    f"SELECT '{a}', '{b}', "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS
-                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {b}) c FROM tuples "
+                    f"SELECT '{a}', '{b}', "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
+                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {b}) c FROM events "
                     f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {a})), "
-                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {a}) c FROM tuples "
+                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {a}) c FROM events "
                     f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {b}))"
                 )
-        columns = ", ".join(IDENTIFIER_KEYS)
-        sql = (
-            f"WITH tuples AS MATERIALIZED (SELECT DISTINCT {columns} FROM events) "  # noqa: S608 - fixed names
-            + " UNION ALL ".join(parts)
-        )
         cursor = self.cursor()
         try:
-            rows = cursor.execute(sql).fetchall()
+            rows = cursor.execute(" UNION ALL ".join(parts)).fetchall()
         finally:
             cursor.close()
         result: dict[tuple[str, str], tuple[int, int]] = {}

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import orjson
-from fastapi import Depends, FastAPI, Header, HTTPException, Response
+from fastapi import Depends, FastAPI, Header, HTTPException, Request, Response
 from pydantic import BaseModel
 
 import agent_logging
@@ -84,6 +84,21 @@ class _Tokens:
             return self._roles.get(token)
 
 
+def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
+    """The caller's role (``tenant`` or ``node``) from its bearer token; 401 otherwise."""
+    scheme, _, token = (authorization or "").partition(" ")
+    tokens: _Tokens = request.app.state.tokens
+    role = tokens.role(token.strip()) if scheme.lower() == "bearer" else None
+    if role is None:
+        log.warning("bearer token rejected", reason="unknown token" if token else "missing")
+        raise HTTPException(401, "unknown or missing bearer token")
+    return role
+
+
+# Module level, so FastAPI can resolve it from the (postponed) annotations of the routes.
+Caller = Annotated[str, Depends(_caller)]
+
+
 def _event(**fields: Any) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
@@ -94,15 +109,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
     # Node agents long-poll for tasks: successful polls are not worth an access record each.
     app.add_middleware(AgentLoggingMiddleware, quiet_paths=("/healthz", "/v1/tasks/claim"))
     pool = Pool(config.dsn, "provisioning-api", size=12)
-    tokens = _Tokens(config.tokens_file)
-
-    def caller(authorization: Annotated[str | None, Header()] = None) -> str:
-        scheme, _, token = (authorization or "").partition(" ")
-        role = tokens.role(token.strip()) if scheme.lower() == "bearer" else None
-        if role is None:
-            log.warning("bearer token rejected", reason="unknown token" if token else "missing")
-            raise HTTPException(401, "unknown or missing bearer token")
-        return role
+    app.state.tokens = _Tokens(config.tokens_file)
 
     def require(role: str, wanted: str) -> None:
         if role != wanted:
@@ -113,7 +120,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
         return {"status": "ok"}
 
     @app.post("/v1/allocations", status_code=202)
-    def allocate(body: AllocationRequest, role: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+    def allocate(body: AllocationRequest, role: Caller) -> dict[str, Any]:
         require(role, "tenant")
         if body.provider not in _PROVIDERS:
             raise HTTPException(422, f"provider must be one of {sorted(_PROVIDERS)}")
@@ -175,7 +182,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
         return {"allocation_id": allocation_id, "state": "requested"}
 
     @app.get("/v1/allocations/{allocation_id}")
-    def status(allocation_id: str, role: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+    def status(allocation_id: str, role: Caller) -> dict[str, Any]:
         with pool.transaction() as cur:
             cur.execute(
                 sql("SELECT state, occupancy, node_id, provider, job FROM allocations WHERE id = %s"),
@@ -219,12 +226,12 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
         return {"allocation_id": allocation_id, "accepted": kind}
 
     @app.post("/v1/allocations/{allocation_id}/release", status_code=202)
-    def release(allocation_id: str, role: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+    def release(allocation_id: str, role: Caller) -> dict[str, Any]:
         require(role, "tenant")
         return enqueue(allocation_id, "allocation.release_requested", ("active",))
 
     @app.delete("/v1/allocations/{allocation_id}", status_code=202)
-    def delete(allocation_id: str, role: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+    def delete(allocation_id: str, role: Caller) -> dict[str, Any]:
         require(role, "tenant")
         return enqueue(
             allocation_id,
@@ -258,7 +265,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
                 log.error("task lost", exc_info=error, task_id=task_id, previous_instance=previous)
 
     @app.post("/v1/tasks/claim")
-    def claim(body: ClaimRequest, role: Annotated[str, Depends(caller)]) -> Response:
+    def claim(body: ClaimRequest, role: Caller) -> Response:
         require(role, "node")
         abandon_lost(body.node_id, body.node_instance_id)
         deadline = time.monotonic() + _CLAIM_WAIT_S
@@ -292,7 +299,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
 
     @app.post("/v1/tasks/{task_id}/result")
     def result(
-        task_id: int, body: TaskResult, role: Annotated[str, Depends(caller)]
+        task_id: int, body: TaskResult, role: Caller
     ) -> dict[str, Any]:
         require(role, "node")
         if body.status not in ("succeeded", "failed"):
@@ -328,7 +335,7 @@ def serve(config: StackConfig) -> None:
     """Run the API on 127.0.0.1 until SIGTERM."""
     import uvicorn
 
-    configure_logging(config, service="provisioning-api", layer="api")
+    configure_logging(config, service="provisioning-api", layer="api", ready="api")
     uvicorn.run(
         create_app(config),
         host="127.0.0.1",

@@ -24,6 +24,7 @@ All processes bind 127.0.0.1 only.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -205,6 +206,7 @@ def configure_logging(
     service: str,
     layer: str,
     ids: dict[str, str] | None = None,
+    ready: str,
     spool_dir: Path | None = None,
     ledger_name: str | None = None,
 ) -> None:
@@ -216,6 +218,9 @@ def configure_logging(
         service: the service name (Loki's ``service_name`` label).
         layer: ``node``, ``ingress``, ``api``, ``workflow`` or ``db``.
         ids: process-wide identifiers (a node agent's ``node_id`` and ``node_instance_id``).
+        spool_dir: the spool root (default: the services' shared ``spool/``).
+        ready: the role's name: ``run/READY.ready`` is created once logging is configured,
+            which is what ``devstack up`` waits for.
         spool_dir: the spool root (default: the services' shared ``spool/``).
         ledger_name: the ledger file's name (default: the service's).
     """
@@ -234,3 +239,7 @@ def configure_logging(
         file_path=config.ledger_dir / f"{ledger_name or service}.jsonl",
         propagate_hosts=["127.0.0.1"],
     )
+    # httpx logs every request at INFO; the services' own records say what matters.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    (config.run_dir / f"{ready}.ready").touch()

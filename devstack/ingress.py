@@ -106,6 +106,7 @@ http {{
         server_name {server_name};
         ssl_certificate {cert_path};
         ssl_certificate_key {key_path};
+        ssl_protocols TLSv1.2 TLSv1.3;
         location / {{
             proxy_pass http://provisioning_api;
             proxy_set_header Host $host;

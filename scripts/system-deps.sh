@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the integration tests drive for real: PostgreSQL (and, as later
-# parts need them, nginx and chromium). Idempotent: skips what is already installed.
+# Installs the Debian packages the integration tests drive for real: PostgreSQL, nginx,
+# Chromium (the page test), Node.js (Grafana's LogQL grammar). Idempotent: skips what is
+# already installed.
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi

@@ -50,10 +50,16 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
     service, allocation = f"real-{run}", f"a-{run}"
     start_ns = time.time_ns()
     agent_logging.configure(
-        service=service, layer="node", env="it", output="none", loki_url=LOKI_URL,
-        loki_tenant=TENANT, spool_dir=tmp_path / "spool", batch_interval_s=0.2,
+        service=service,
+        layer="node",
+        env="it",
+        output="none",
+        loki_url=LOKI_URL,
+        loki_tenant=TENANT,
+        spool_dir=tmp_path / "spool",
+        batch_interval_s=0.2,
         ids={"node_id": f"n-{run}"},
-    )  # fmt: skip
+    )
     log = agent_logging.get_logger("it")
     with agent_logging.bound(allocation_id=allocation, workflow_id=f"wf-{run}"):
         for step in range(5):
@@ -62,10 +68,24 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
     # Leave the spool to the gate: drain ships whatever shutdown had no time for.
     agent_logging.shutdown(timeout_s=0.0)
     drained = subprocess.run(
-        [sys.executable, "-m", "agent_logging._cli", "drain", "--spool-dir", str(tmp_path / "spool"),
-         "--loki-url", LOKI_URL, "--timeout-s", "60", *(["--tenant", TENANT] if TENANT else [])],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "agent_logging._cli",
+            "drain",
+            "--spool-dir",
+            str(tmp_path / "spool"),
+            "--loki-url",
+            LOKI_URL,
+            "--timeout-s",
+            "60",
+            *(["--tenant", TENANT] if TENANT else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert drained.returncode == 0, drained.stderr
 
     lines = _wait_visible(
@@ -75,11 +95,22 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
 
     db = str(tmp_path / "c.duckdb")
     os.environ.setdefault("CORRELATOR_LOKI_URL", LOKI_URL)
-    code = correlator([
-        "--db", db, "ingest", "--source", "loki", "--loki-url", LOKI_URL,
-        *(["--tenant", TENANT] if TENANT else []),
-        "--query", f'{{service_name="{service}"}}', "--since", "15m",
-    ])  # fmt: skip
+    code = correlator(
+        [
+            "--db",
+            db,
+            "ingest",
+            "--source",
+            "loki",
+            "--loki-url",
+            LOKI_URL,
+            *(["--tenant", TENANT] if TENANT else []),
+            "--query",
+            f'{{service_name="{service}"}}',
+            "--since",
+            "15m",
+        ]
+    )
     assert code == 0
     from correlator import incident
     from correlator.store import Store

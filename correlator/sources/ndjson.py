@@ -259,6 +259,18 @@ def take_id(key: str, value: object, rejected: dict[str, str]) -> str | None:
     return None
 
 
+def _check_ids(values: tuple[Any, ...], rejected: dict[str, str]) -> tuple[str | None, ...]:
+    """The five identifiers checked one by one: only values not already known cost a regex."""
+    checked = []
+    for key, value in zip(IDENTIFIER_KEYS, values, strict=True):
+        try:
+            known = value in _good_ids
+        except TypeError:  # unhashable
+            known = False
+        checked.append(value if known else take_id(key, value, rejected))
+    return tuple(checked)
+
+
 def _remember(cache: set[str | None], value: str) -> str:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
@@ -393,7 +405,7 @@ def _row(
     except TypeError:  # an unhashable value (a list, an object) where an identifier belongs
         known = False
     if not known:
-        ids = tuple(map(take_id, IDENTIFIER_KEYS, ids, (rejected,) * len(ids)))
+        ids = _check_ids(ids, rejected)
     node_id, node_instance_id, correlation_id, allocation_id, workflow_id = ids
     # Trace and span ids are new with every request (span: every record), so a cache would
     # only churn; the regex is one C call.

@@ -45,6 +45,7 @@
   const SEGMENT_PAD = 12;
   const BREAK_W = 56;
   const TICK_MIN_PX = 90;
+  const TICK_CHAR_PX = 7; // an 11px monospace digit is ~6.6px wide
   const NS_PER_MS = 1e6;
   // Quiet stretches longer than this, and than BREAK_SHARE of the time still drawn linearly,
   // are drawn BREAK_W wide (at most MAX_BREAKS of them).
@@ -208,7 +209,8 @@
 
   function urlFor(query) {
     const params = new URLSearchParams();
-    params.set(query.key || "q", query.value);
+    if (query.key && SEARCH_ORDER.includes(query.key)) params.set(query.key, query.value);
+    else params.set("q", query.key ? idText(query.key, query.value) : query.value);
     return `/?${params}`;
   }
 
@@ -291,7 +293,11 @@
       const found = await resolve(query);
       if (seq !== state.searchSeq) return; // a newer search won
       const resolved = { key: found.key, value: query.value };
-      if (!query.key) window.history.replaceState({ query: resolved }, "", urlFor(resolved));
+      if (!query.key) {
+        window.history.replaceState({ query: resolved }, "", urlFor(resolved));
+        // Say what the bare value turned out to be (unless the box was edited meanwhile).
+        if ($("q").value.trim() === query.value) $("q").value = idText(found.key, query.value);
+      }
       setStatus("");
       showTimeline(resolved, found.data);
     } catch (err) {
@@ -557,8 +563,9 @@
 
   function ticksFor(segment, scale) {
     const { from, to } = segment;
-    if (from === to) return [{ t: from, ms: from % 1e9 !== 0 }];
     const px = scale(to) - scale(from);
+    // A point, or a run too short for two labels: one tick at its start.
+    if (px < TICK_MIN_PX) return [{ t: from, ms: from % 1e9 !== 0 }];
     const spanMs = (to - from) / NS_PER_MS;
     const step =
       TICK_STEPS_MS.find((ms) => (px * ms) / spanMs >= TICK_MIN_PX) ||
@@ -678,8 +685,12 @@
 
     // Lane backgrounds and labels.
     const lanesGroup = s("g", { class: "lanes" });
+    const totals = new Map();
+    for (const event of data.events) totals.set(event.layer, (totals.get(event.layer) || 0) + 1);
+    const inView = (t) => !zoom || (t >= zoom[0] && t <= zoom[1]);
     for (const lane of lanes) {
       const count = placed.get(lane.layer).length;
+      const total = totals.get(lane.layer) || 0;
       lanesGroup.appendChild(
         s(
           "g",
@@ -701,7 +712,10 @@
             x: 10,
             y: lane.top + lane.height / 2 + 12,
             class: "lane-count",
-            text: count === 1 ? "1 event" : `${count} events`,
+            text:
+              count === total
+                ? `${count} event${count === 1 ? "" : "s"}`
+                : `${count} of ${total} events`,
           }),
           count
             ? null
@@ -709,7 +723,7 @@
                 x: left + 8,
                 y: lane.top + lane.height / 2 + 4,
                 class: "lane-empty",
-                text: "no evidence from this layer",
+                text: total ? "no evidence in this range" : "no evidence from this layer",
               }),
         ),
       );
@@ -736,22 +750,21 @@
         text: `${isoOf(scale.first).slice(0, 10)} UTC`,
       }),
     );
+    let labelEnd = -Infinity; // right edge of the last tick label drawn: labels never overlap
     scale.segments.forEach((segment, i) => {
       for (const tick of ticksFor(segment, scale)) {
         const tx = scale(tick.t);
         axis.appendChild(
           s("line", { x1: tx, y1: AXIS_H - 6, x2: tx, y2: lanesBottom, class: "grid" }),
         );
+        const text = clock(tick.t, tick.ms);
+        const half = (text.length * TICK_CHAR_PX) / 2;
         // Keep the labels at the plot's edges inside the drawing.
-        const edge = tx > width - 44 ? "end" : tx < left + 30 ? "start" : "middle";
+        const x = Math.min(Math.max(tx, half + 2), width - half - 2);
+        if (x - half < labelEnd + 6) continue;
+        labelEnd = x + half;
         axis.appendChild(
-          s("text", {
-            x: edge === "end" ? Math.min(tx + 8, width - 2) : edge === "start" ? tx - 8 : tx,
-            y: AXIS_H - 8,
-            class: "tick",
-            "text-anchor": edge,
-            text: clock(tick.t, tick.ms),
-          }),
+          s("text", { x, y: AXIS_H - 8, class: "tick", "text-anchor": "middle", text }),
         );
       }
       const next = scale.segments[i + 1];
@@ -791,6 +804,7 @@
     // Gaps (no evidence for longer than the correlator's gap threshold).
     const overlays = s("g", { class: "overlays" });
     for (const gap of data.gaps || []) {
+      if (zoom && (Number(gap.to_ns) < zoom[0] || Number(gap.from_ns) > zoom[1])) continue;
       const gx0 = scale(Number(gap.from_ns));
       const gx1 = scale(Number(gap.to_ns));
       if (gx1 - gx0 < 1) continue;
@@ -810,6 +824,7 @@
     }
     // Reimage boundaries: the node's last record on the old instance, first on the new one.
     for (const reimage of data.reimages || []) {
+      if (!inView(Number(reimage.first_seen_new_ns))) continue;
       const rx0 = scale(Number(reimage.last_seen_old_ns));
       const rx1 = scale(Number(reimage.first_seen_new_ns));
       const label = `reimage ${reimage.node_id}: ${reimage.from_instance} → ${reimage.to_instance}`;
@@ -1055,6 +1070,12 @@
         : h("p", { class: "hint", text: "This record carries no identifier." }),
     );
 
+    append(
+      body,
+      h("h3", { text: "Raw evidence" }),
+      h("pre", { class: "raw", tabindex: 0, "aria-label": "Raw evidence line", text: rawText(event.raw) }),
+    );
+
     const rows = [
       ["Logged at", event.ts],
       event.corrected_ts_ns !== undefined
@@ -1103,11 +1124,6 @@
         h("pre", { class: "attrs", text: JSON.stringify(event.attrs, null, 2) }),
       );
     }
-    append(
-      body,
-      h("h3", { text: "Raw evidence" }),
-      h("pre", { class: "raw", tabindex: 0, "aria-label": "Raw evidence line", text: rawText(event.raw) }),
-    );
     $("detail-title").textContent = `Event at ${clock(eventTime(event), true)} UTC`;
     $("detail").hidden = false;
   }

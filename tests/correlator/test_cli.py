@@ -12,13 +12,31 @@ from correlator.cli import main
 from tests.correlator.conftest import DEMO_NOW_NS
 
 RECORDS = [
-    {"ts": "2026-11-22T13:11:19.000000001Z", "level": "info", "event": "task claimed",
-     "service": "node-agent", "layer": "node", "node_id": "n-1", "allocation_id": "a-1"},
-    {"ts": "2026-11-22T13:11:20Z", "level": "error", "event": "ansible-playbook not found",
-     "service": "node-agent", "layer": "node", "node_id": "n-1", "allocation_id": "a-1",
-     "error": {"type": "FileNotFoundError", "message": "No such file or directory",
-               "owner_layer": "deploy", "chain": []}},
-]  # fmt: skip
+    {
+        "ts": "2026-11-22T13:11:19.000000001Z",
+        "level": "info",
+        "event": "task claimed",
+        "service": "node-agent",
+        "layer": "node",
+        "node_id": "n-1",
+        "allocation_id": "a-1",
+    },
+    {
+        "ts": "2026-11-22T13:11:20Z",
+        "level": "error",
+        "event": "ansible-playbook not found",
+        "service": "node-agent",
+        "layer": "node",
+        "node_id": "n-1",
+        "allocation_id": "a-1",
+        "error": {
+            "type": "FileNotFoundError",
+            "message": "No such file or directory",
+            "owner_layer": "deploy",
+            "chain": [],
+        },
+    },
+]
 
 
 @pytest.fixture
@@ -84,9 +102,14 @@ def test_timeline_json_and_html(
     ],
 )
 def test_errors_name_the_problem_and_exit_codes_tell_the_kind(
-    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    argv: list[str], code: int, message: str,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    evidence: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    code: int,
+    message: str,
+) -> None:
     monkeypatch.delenv("CORRELATOR_LOKI_URL", raising=False)
     db = str(tmp_path / "c.duckdb")
     main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
@@ -111,9 +134,21 @@ def test_findings_and_latency_of_the_demo(
 @pytest.mark.integration
 def test_the_demo_command_runs_end_to_end(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "correlator", "--db", str(tmp_path / "d.duckdb"), "demo", "--no-serve"],
-        capture_output=True, text=True, timeout=120, check=False, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "correlator",
+            "--db",
+            str(tmp_path / "d.duckdb"),
+            "demo",
+            "--no-serve",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     assert "verdict: owner layer cert" in result.stdout
     assert demo.STUCK_ALLOCATION in result.stdout

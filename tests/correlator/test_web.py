@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium)"
+        not CHROMIUM.exists(),
+        reason="Debian's chromium is not installed (apt-get install chromium)",
     ),
 ]
 
@@ -60,6 +62,22 @@ BASE_LAYERS = {"node", "ingress", "api", "workflow", "db"}
 START_TIMEOUT_S = 30.0
 
 
+@dataclass
+class Site:
+    """The running service and the browser that looks at it."""
+
+    url: str
+    browser: Browser
+
+
+@dataclass
+class Tab:
+    """One browser tab and the uncaught errors its scripts raised."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+
+
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -74,9 +92,22 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
     raise TimeoutError(f"correlator serve did not answer within {START_TIMEOUT_S} s")
 
 
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a real ``correlator serve`` over the demo incident and a hostile record."""
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """A real ``correlator serve`` over the demo incident and a hostile record, and Chromium.
+
+    The browser starts while the service imports and opens its store: the two take seconds
+    each on a small machine.
+    """
     root = tmp_path_factory.mktemp("web")
     db = root / "demo.duckdb"
     demo.build(db, now_ns=DEMO_NOW_NS)
@@ -98,62 +129,64 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, log)
-        posted = httpx.post(
-            f"{url}/v1/evidence?source=ndjson",
-            content=orjson.dumps(HOSTILE_RECORD),
-            headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
-        )
-        assert posted.json()["accepted"] == 1, posted.text
-        yield url
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+                headless=True,
+            )
+            _wait_healthy(url, process, log)
+            posted = httpx.post(
+                f"{url}/v1/evidence?source=ndjson",
+                content=orjson.dumps(HOSTILE_RECORD),
+                headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+            )
+            assert posted.json()["accepted"] == 1, posted.text
+            yield Site(url, browser)
+            browser.close()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-            headless=True,
-        )
-        yield launched
-        launched.close()
-
-
-def _open(browser: Browser, *, token: str | None) -> tuple[Page, list[str]]:
+def _open(browser: Browser, *, token: str | None) -> Tab:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(10_000)
     if token is not None:
         context.add_init_script(
             f"window.sessionStorage.setItem('correlator.token', {orjson.dumps(token).decode()})"
         )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    return page, errors
+    tab = Tab(context.new_page())
+    tab.page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+    return tab
+
+
+@pytest.fixture(scope="module")
+def shared_tab(site: Site) -> Iterator[Tab]:
+    """One 1280x800 tab holding the read token, shared by the tests (each starts with goto)."""
+    tab = _open(site.browser, token=READ_TOKEN)
+    yield tab
+    tab.page.context.close()
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A 1280x800 tab that already holds the read token; fails on any uncaught page error."""
-    opened, errors = _open(browser, token=READ_TOKEN)
-    yield opened
-    opened.context.close()
-    assert errors == []
+def server(site: Site) -> str:
+    """The service's base URL."""
+    return site.url
+
+
+@pytest.fixture
+def page(shared_tab: Tab) -> Iterator[Page]:
+    """The shared tab; the test fails on any uncaught error in the page's scripts."""
+    shared_tab.errors.clear()
+    yield shared_tab.page
+    assert shared_tab.errors == []
 
 
 def _timeline_json(server: str, query: str) -> dict[str, Any]:
@@ -172,10 +205,9 @@ def _lanes(page: Page) -> list[str]:
     return layers
 
 
-def test_the_page_asks_for_the_read_token_and_keeps_it_for_the_tab(
-    server: str, browser: Browser
-) -> None:
-    page, errors = _open(browser, token=None)
+def test_the_page_asks_for_the_read_token_and_keeps_it_for_the_tab(site: Site) -> None:
+    tab = _open(site.browser, token=None)
+    page, server = tab.page, site.url
     page.goto(f"{server}/")
     expect(page.locator("#auth")).to_be_visible()
     expect(page.locator("#auth-message")).to_contain_text("CORRELATOR_READ_TOKEN")
@@ -190,7 +222,7 @@ def test_the_page_asks_for_the_read_token_and_keeps_it_for_the_tab(
     expect(page.locator("#q")).to_be_focused()
     assert page.evaluate("sessionStorage.getItem('correlator.token')") == READ_TOKEN
     page.context.close()
-    assert errors == []
+    assert tab.errors == []
 
 
 def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page) -> None:
@@ -201,6 +233,7 @@ def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page)
 
     # The bare value resolves to an allocation, and the address bar says so.
     expect(page).to_have_url(f"{server}/?allocation_id=a-7f3c")
+    expect(page.locator("#q")).to_have_value("allocation_id=a-7f3c")
     verdict = page.locator("#verdict")
     expect(verdict).to_contain_text("allocation_id=a-7f3c")
     expect(verdict.locator(".owner")).to_have_text("cert")
@@ -294,6 +327,29 @@ def test_keyboard_reaches_and_opens_events(server: str, page: Page) -> None:
     page.keyboard.press("Escape")
     expect(page.locator("#detail")).to_be_hidden()
     expect(second).to_be_focused()
+
+
+def test_dragging_across_the_lanes_zooms_and_reset_restores(server: str, page: Page) -> None:
+    page.goto(f"{server}/?allocation_id=a-7f3c")
+    marks = page.locator("#lanes .mark")
+    expect(marks).to_have_count(15)
+    first = page.locator("#lanes .mark.first-failure").bounding_box()
+    lanes = page.locator("#lanes svg").bounding_box()
+    assert first is not None and lanes is not None
+    # From just before the first failure to just past it: only the burst around it remains.
+    page.mouse.move(first["x"] - 4, lanes["y"] + 120)
+    page.mouse.down()
+    page.mouse.move(first["x"] + first["width"] + 30, lanes["y"] + 120, steps=4)
+    page.mouse.up()
+    expect(page.locator("#zoom-reset")).to_be_visible()
+    expect(page.locator("#status")).to_contain_text("Zoomed to 10:16:4")
+    shown = marks.count()
+    assert 1 <= shown < 15
+    expect(page.locator("#lanes .mark.first-failure")).to_have_count(1)
+    expect(page.locator("#lanes .reimage")).to_have_count(0)
+    page.locator("#zoom-reset").click()
+    expect(marks).to_have_count(15)
+    expect(page.locator("#zoom-reset")).to_be_hidden()
 
 
 def test_hostile_evidence_and_input_are_shown_never_run(server: str, page: Page) -> None:

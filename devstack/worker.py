@@ -1,0 +1,509 @@
+"""The workflow worker: allocation lifecycles, driven from the outbox and provider jobs.
+
+Lifecycle (``allocations.state``; every change is an ``allocation_audit`` row and a record
+with ``entity_kind``/``entity_id``/``state_from``/``state_to``/``occupancy``/``provider``)::
+
+    requested → provisioning → active → releasing → released
+                     │                      └──→ release_failed   (occupancy=cleanup)
+                     ├──→ provision_failed (occupancy=cleanup)
+                     └──→ deleting → deleted
+                                 └──→ deprovision_failed (occupancy=cleanup)
+
+Every 200 ms the worker publishes pending outbox rows (each in its own transaction with
+``lock_timeout = 500ms``: a row whose work cannot get its locks stays pending and is retried
+with backoff) and advances each allocation in flight: launch the provider job, follow it,
+queue the node task (``deploy`` after provisioning, ``wipe`` during release), follow the task,
+transition. Transitions are optimistic: ``UPDATE ... WHERE state = FROM [AND version = V]``;
+the release completes only on the row version it started from, so a concurrent writer makes
+it ``release_failed`` (:class:`StaleTransitionError`) rather than release a node nobody can
+prove was wiped for this allocation.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+import orjson
+import psycopg
+from psycopg import errors as pg_errors
+
+import agent_logging
+from agent_logging.integrations.httpx import event_hooks
+from devstack.config import StackConfig, configure_logging
+from devstack.database import connect, sql
+from devstack.errors import ProviderJobError, StaleTransitionError, TaskFailedError
+
+__all__ = ["Worker", "run"]
+
+_TICK_S: Final = 0.2
+_OK: Final = frozenset({"successful", "completed"})
+_FAILED: Final = frozenset({"failed", "error"})
+_CANCELED: Final = frozenset({"canceled", "stopped"})
+
+log = agent_logging.get_logger("devstack.worker")
+
+
+@dataclass
+class _Allocation:
+    id: str
+    node_id: str
+    provider: str
+    state: str
+    version: int
+    release_version: int | None
+    correlation_id: str | None
+    workflow_id: str | None
+    provision_job: str | None
+    job: str | None
+    task_id: int | None
+
+    COLUMNS = (
+        "id, node_id, provider, state, version, release_version, correlation_id, workflow_id, "
+        "provision_job, job, task_id"
+    )
+
+    @property
+    def ids(self) -> dict[str, str]:
+        found = {
+            "allocation_id": self.id,
+            "node_id": self.node_id,
+            "correlation_id": self.correlation_id,
+            "workflow_id": self.workflow_id,
+        }
+        return {key: value for key, value in found.items() if value}
+
+
+class ProviderClient:
+    """AAP- and EDA-style job APIs of the provider simulator, as the worker uses them."""
+
+    def __init__(self, base_url: str) -> None:
+        self.http = httpx.Client(base_url=base_url, timeout=5.0, event_hooks=event_hooks())
+
+    def launch(self, provider: str, template: str) -> str:
+        """Launch ``template`` with the current identifiers as extra vars; ``aap:N``/``eda:N``."""
+        variables = agent_logging.payload()
+        if provider == "aap":
+            response = self.http.post(
+                f"/api/v2/job_templates/{template}/launch/", json={"extra_vars": variables}
+            )
+            response.raise_for_status()
+            return f"aap:{response.json()['job']}"
+        response = self.http.post(
+            "/api/eda/v1/activations/",
+            json={"name": f"{template}-{variables.get('allocation_id')}", "extra_var": variables},
+        )
+        response.raise_for_status()
+        return f"eda:{response.json()['id']}"
+
+    def job(self, ref: str) -> dict[str, Any]:
+        provider, _, number = ref.partition(":")
+        path = (
+            f"/api/v2/jobs/{number}/"
+            if provider == "aap"
+            else f"/api/eda/v1/activation-instances/{number}/"
+        )
+        response = self.http.get(path)
+        response.raise_for_status()
+        job: dict[str, Any] = response.json()
+        return job
+
+    def cancel(self, ref: str) -> None:
+        provider, _, number = ref.partition(":")
+        path = (
+            f"/api/v2/jobs/{number}/cancel/"
+            if provider == "aap"
+            else f"/api/eda/v1/activations/{number}/disable/"
+        )
+        self.http.post(path).raise_for_status()
+
+
+class Worker:
+    """One worker loop over one database connection."""
+
+    def __init__(self, config: StackConfig) -> None:
+        self.config = config
+        self.conn = connect(config.dsn, "workflow-worker")
+        self.provider = ProviderClient(config.provider_url)
+        self._outbox_workflow: dict[int, str] = {}
+        self._retry_at: dict[int, tuple[float, int]] = {}
+
+    # -- transitions -------------------------------------------------------------------------
+
+    def transition(
+        self,
+        cur: psycopg.Cursor[Any],
+        row: _Allocation,
+        to: str,
+        *,
+        occupancy: str | None = None,
+        version: int | None = None,
+        workflow_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Move ``row`` to ``to``; returns the record to log once the transaction commits.
+
+        Raises:
+            StaleTransitionError: the row is no longer in ``row.state`` (or ``version``).
+        """
+        workflow = workflow_id or row.workflow_id
+        guard = " AND version = %s" if version is not None else ""
+        params: list[Any] = [to, occupancy, workflow, row.id, row.state]
+        if version is not None:
+            params.append(version)
+        cur.execute(
+            sql(
+                "UPDATE allocations SET state = %s, version = version + 1, "  # noqa: S608 - guard is fixed text
+                "occupancy = coalesce(%s, occupancy), workflow_id = %s "
+                "WHERE id = %s AND state = %s" + guard + " RETURNING version"
+            ),
+            params,
+        )
+        if cur.fetchone() is None:
+            raise StaleTransitionError(
+                f"allocation {row.id}: {row.state} → {to} refused: the row changed since this "
+                "workflow step read it"
+            )
+        attributes = {"provider": row.provider, **({"occupancy": occupancy} if occupancy else {})}
+        cur.execute(
+            sql(
+                "INSERT INTO allocation_audit (entity_id, from_state, to_state, attributes, "
+                "allocation_id, workflow_id, node_id, correlation_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            ),
+            (
+                row.id,
+                row.state,
+                to,
+                orjson.dumps(attributes).decode(),
+                row.id,
+                workflow,
+                row.node_id,
+                row.correlation_id,
+            ),
+        )
+        record = {
+            "entity_kind": "allocation",
+            "entity_id": row.id,
+            "state_from": row.state,
+            "state_to": to,
+            "provider": row.provider,
+            "workflow_id": workflow,
+        }
+        if occupancy:
+            record["occupancy"] = occupancy
+        return record
+
+    def _logged(self, record: dict[str, Any]) -> None:
+        failed = record["state_to"].endswith("_failed")
+        level = log.warning if failed else log.info
+        level("allocation state changed", **record)
+
+    def _move(self, row: _Allocation, to: str, **options: Any) -> None:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            record = self.transition(cur, row, to, **options)
+            occupancy = options.get("occupancy")
+            if occupancy in ("free", "cleanup"):
+                cur.execute(
+                    sql(
+                        "UPDATE nodes SET occupancy = %s, allocation_id = "
+                        "CASE WHEN %s = 'free' THEN NULL ELSE allocation_id END "
+                        "WHERE node_id = %s"
+                    ),
+                    (occupancy, occupancy, row.node_id),
+                )
+        self._logged(record)
+
+    # -- the outbox --------------------------------------------------------------------------
+
+    def publish_outbox(self) -> None:
+        """Publish pending outbox rows, oldest first; a locked one waits with backoff."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                sql("SELECT id, kind, payload FROM outbox WHERE state = 'pending' ORDER BY id")
+            )
+            pending = cur.fetchall()
+        now = _monotonic()
+        for outbox_id, kind, payload in pending:
+            retry = self._retry_at.get(outbox_id)
+            if retry is not None and now < retry[0]:
+                continue
+            workflow = self._outbox_workflow.setdefault(outbox_id, f"wf-{secrets.token_hex(4)}")
+            ids = agent_logging.ids_from_payload(payload)
+            with agent_logging.bound(**{**ids, "workflow_id": workflow}):
+                try:
+                    records = self._publish(outbox_id, kind, payload, workflow)
+                except pg_errors.LockNotAvailable as exc:
+                    attempts = (retry[1] if retry else 0) + 1
+                    self._retry_at[outbox_id] = (now + min(2.0, 0.25 * 2**attempts), attempts)
+                    log.error(
+                        "outbox row not published",
+                        exc_info=exc,
+                        outbox_id=outbox_id,
+                        outbox_kind=kind,
+                        attempts=attempts,
+                    )
+                    continue
+                self._retry_at.pop(outbox_id, None)
+                self._outbox_workflow.pop(outbox_id, None)
+                for record in records:
+                    self._logged(record)
+                log.info(
+                    "outbox row published",
+                    entity_kind="outbox",
+                    entity_id=str(outbox_id),
+                    state_from="pending",
+                    state_to="published",
+                    outbox_kind=kind,
+                )
+
+    def _publish(
+        self, outbox_id: int, kind: str, payload: dict[str, Any], workflow: str
+    ) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("SET LOCAL lock_timeout = '500ms'")
+            cur.execute(
+                sql("SELECT 1 FROM outbox WHERE id = %s AND state = 'pending' FOR UPDATE"),
+                (outbox_id,),
+            )
+            if cur.fetchone() is None:
+                return records
+            row = self._row(cur, str(payload.get("allocation_id")))
+            if row is not None:
+                records.extend(self._handle(cur, kind, row, workflow))
+            cur.execute(
+                sql(
+                    "UPDATE outbox SET state = 'published', published_at = clock_timestamp() "
+                    "WHERE id = %s"
+                ),
+                (outbox_id,),
+            )
+        return records
+
+    def _handle(
+        self, cur: psycopg.Cursor[Any], kind: str, row: _Allocation, workflow: str
+    ) -> list[dict[str, Any]]:
+        if kind == "allocation.requested" and row.state == "requested":
+            # The node is taken for the allocation first: this is the row a long
+            # maintenance transaction holds in the db-lock-timeout scenario.
+            cur.execute(
+                sql("UPDATE nodes SET occupancy = 'allocated', allocation_id = %s WHERE node_id = %s"),
+                (row.id, row.node_id),
+            )
+            record = self.transition(cur, row, "provisioning", workflow_id=workflow)
+            cur.execute(
+                sql("UPDATE allocations SET provision_workflow_id = %s WHERE id = %s"),
+                (workflow, row.id),
+            )
+            return [record]
+        if kind == "allocation.release_requested" and row.state == "active":
+            record = self.transition(cur, row, "releasing", workflow_id=workflow)
+            cur.execute(
+                sql(
+                    "UPDATE allocations SET job = NULL, task_id = NULL, release_version = version "
+                    "WHERE id = %s"
+                ),
+                (row.id,),
+            )
+            return [record]
+        if kind == "allocation.delete_requested" and row.state in (
+            "requested",
+            "provisioning",
+            "active",
+            "provision_failed",
+        ):
+            record = self.transition(cur, row, "deleting", workflow_id=workflow)
+            cur.execute(
+                sql("UPDATE allocations SET job = NULL, task_id = NULL WHERE id = %s"), (row.id,)
+            )
+            return [record]
+        log.info("outbox row needs no action", outbox_kind=kind, state=row.state)
+        return []
+
+    # -- allocations in flight ---------------------------------------------------------------
+
+    def _row(self, cur: psycopg.Cursor[Any], allocation_id: str) -> _Allocation | None:
+        cur.execute(
+            sql(f"SELECT {_Allocation.COLUMNS} FROM allocations WHERE id = %s"),  # noqa: S608 - fixed columns
+            (allocation_id,),
+        )
+        found = cur.fetchone()
+        return _Allocation(*found) if found else None
+
+    def advance_all(self) -> None:
+        """One step for every allocation provisioning, releasing or deleting."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                sql(
+                    f"SELECT {_Allocation.COLUMNS} FROM allocations "  # noqa: S608 - fixed columns
+                    "WHERE state IN ('provisioning', 'releasing', 'deleting') ORDER BY created_at"
+                )
+            )
+            rows = [_Allocation(*found) for found in cur.fetchall()]
+        for row in rows:
+            with agent_logging.bound(**row.ids):
+                try:
+                    self.advance(row)
+                except (httpx.HTTPError, psycopg.Error) as exc:
+                    log.error("workflow step failed; retrying", exc_info=exc, state=row.state)
+
+    def _set(self, row: _Allocation, column: str, value: Any) -> None:
+        if column not in ("job", "provision_job", "task_id"):
+            raise ValueError(column)
+        with self.conn.cursor() as cur:
+            cur.execute(
+                sql(f"UPDATE allocations SET {column} = %s WHERE id = %s"),  # noqa: S608 - checked name
+                (value, row.id),
+            )
+
+    def _launch(self, row: _Allocation, template: str) -> None:
+        ref = self.provider.launch(row.provider, template)
+        if template == "provision":
+            self._set(row, "provision_job", ref)
+        self._set(row, "job", ref)
+        log.info("provider job launched", job=ref, template=template, provider=row.provider)
+
+    def _job_outcome(self, row: _Allocation, ref: str) -> str:
+        """``active``, ``ok`` or ``failed``/``canceled`` (after logging why)."""
+        job = self.provider.job(ref)
+        status = str(job.get("status"))
+        if status in _OK:
+            return "ok"
+        if status in _FAILED or status in _CANCELED:
+            return "canceled" if status in _CANCELED else "failed"
+        return "active"
+
+    def _provider_failure(self, row: _Allocation, ref: str, outcome: str) -> None:
+        job = self.provider.job(ref)
+        explanation = job.get("job_explanation") or job.get("status_message") or "no explanation"
+        error = ProviderJobError(f"provider job {ref} ended {job.get('status')}: {explanation}")
+        log.error("provider job did not succeed", exc_info=error, job=ref, outcome=outcome)
+
+    def _queue_task(self, row: _Allocation, kind: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(
+                sql(
+                    "INSERT INTO tasks (kind, node_id, allocation_id, workflow_id, correlation_id)"
+                    " VALUES (%s, %s, %s, %s, %s) RETURNING id"
+                ),
+                (kind, row.node_id, row.id, row.workflow_id, row.correlation_id),
+            )
+            created = cur.fetchone()
+        task_id = created[0] if created else None
+        self._set(row, "task_id", task_id)
+        log.info("node task queued", task_id=task_id, task_kind=kind)
+
+    def _task_state(self, row: _Allocation) -> str:
+        with self.conn.cursor() as cur:
+            cur.execute(sql("SELECT state FROM tasks WHERE id = %s"), (row.task_id,))
+            found = cur.fetchone()
+        return str(found[0]) if found else "missing"
+
+    def advance(self, row: _Allocation) -> None:
+        """One step of ``row``'s workflow."""
+        if row.state == "provisioning":
+            self._provisioning(row)
+        elif row.state == "releasing":
+            self._releasing(row)
+        elif row.state == "deleting":
+            self._deleting(row)
+
+    def _provisioning(self, row: _Allocation) -> None:
+        if row.job is None:
+            self._launch(row, "provision")
+            return
+        outcome = self._job_outcome(row, row.job)
+        if outcome == "active":
+            return
+        if outcome != "ok":
+            self._provider_failure(row, row.job, outcome)
+            self._move(row, "provision_failed", occupancy="cleanup")
+            return
+        if row.task_id is None:
+            self._queue_task(row, "deploy")
+            return
+        task = self._task_state(row)
+        if task == "succeeded":
+            self._move(row, "active", occupancy="allocated")
+        elif task in ("failed", "lost"):
+            error = TaskFailedError(f"deploy task {row.task_id} ended {task}")
+            log.error("provisioning failed", exc_info=error, task_id=row.task_id)
+            self._move(row, "provision_failed", occupancy="cleanup")
+
+    def _releasing(self, row: _Allocation) -> None:
+        if row.job is None:
+            self._launch(row, "deprovision")
+            return
+        outcome = self._job_outcome(row, row.job)
+        if outcome == "active":
+            return
+        if outcome != "ok":
+            self._provider_failure(row, row.job, outcome)
+            self._move(row, "release_failed", occupancy="cleanup")
+            return
+        if row.task_id is None:
+            self._queue_task(row, "wipe")
+            return
+        task = self._task_state(row)
+        if task in ("queued", "claimed"):
+            return
+        if task != "succeeded":
+            error = TaskFailedError(f"wipe task {row.task_id} ended {task}")
+            log.error("release failed", exc_info=error, task_id=row.task_id)
+            self._move(row, "release_failed", occupancy="cleanup")
+            return
+        try:
+            self._move(row, "released", occupancy="free", version=row.release_version)
+        except StaleTransitionError as exc:
+            log.error("release could not be completed", exc_info=exc)
+            self._move(row, "release_failed", occupancy="cleanup")
+
+    def _deleting(self, row: _Allocation) -> None:
+        if row.job is None:
+            if row.provision_job is not None:
+                outcome = self._job_outcome(row, row.provision_job)
+                if outcome == "active":
+                    log.info("canceling provider job: allocation deleted", job=row.provision_job)
+                    self.provider.cancel(row.provision_job)
+                    return
+            self._launch(row, "deprovision")
+            return
+        outcome = self._job_outcome(row, row.job)
+        if outcome == "active":
+            return
+        if outcome == "ok":
+            self._move(row, "deleted", occupancy="free")
+            return
+        self._provider_failure(row, row.job, outcome)
+        self._move(row, "deprovision_failed", occupancy="cleanup")
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick until ``stop`` is set; a failed tick is logged and the next one runs."""
+        log.info("worker started")
+        while not stop.is_set():
+            try:
+                self.publish_outbox()
+                self.advance_all()
+            except Exception as exc:  # noqa: BLE001 - the loop must survive anything
+                log.error("worker tick failed", exc_info=exc)
+            stop.wait(_TICK_S)
+        log.info("worker stopped")
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def run(config: StackConfig) -> None:
+    """The ``worker`` role: tick until SIGTERM."""
+    configure_logging(config, service="workflow-worker", layer="workflow", ready="worker")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    Worker(config).run(stop)
+    agent_logging.shutdown(timeout_s=5.0)

@@ -1,0 +1,155 @@
+"""The DuckDB store's lookups, bulk transactions and persisted link cardinalities."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from correlator.errors import QueryError
+from correlator.model import Event
+from correlator.store import Store
+from tests.correlator.events import T0, ev
+
+# One incident and a neighbour: an API record carries both a correlation and an allocation id
+# (it must come back once, not once per identifier that matches it).
+EVENTS = [
+    ev(0, "ingress", "POST /v1/allocations", correlation_id="c-1"),
+    ev(1, "api", "request", correlation_id="c-1", allocation_id="a-9"),
+    ev(2, "workflow", "requested → provisioning", allocation_id="a-9", workflow_id="wf-1"),
+    ev(3, "node", "task claimed", workflow_id="wf-1", node_id="n-17", node_instance_id="ni-4"),
+    ev(4, "node", "heartbeat", node_id="n-17", node_instance_id="ni-4"),
+    ev(5, "api", "request", correlation_id="c-2", allocation_id="a-10"),
+    ev(6, "workflow", "requested → provisioning", allocation_id="a-10", workflow_id="wf-2"),
+]
+
+
+def _messages(events: list[Event]) -> list[tuple[int, str]]:
+    return [((e.ts_ns - T0) // 1_000_000_000, e.message) for e in events]
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.insert_events(EVENTS)
+    return store
+
+
+@pytest.mark.parametrize(
+    ("ids", "window", "expected"),
+    [
+        (
+            {"correlation_id": ["c-1"], "allocation_id": ["a-9"], "workflow_id": ["wf-1"]},
+            (None, None),
+            [
+                (0, "POST /v1/allocations"),
+                (1, "request"),
+                (2, "requested → provisioning"),
+                (3, "task claimed"),
+            ],
+        ),
+        (
+            {"allocation_id": ["a-9", "a-10"], "correlation_id": ["c-1", "c-2"]},
+            (None, None),
+            [
+                (0, "POST /v1/allocations"),
+                (1, "request"),
+                (2, "requested → provisioning"),
+                (5, "request"),
+                (6, "requested → provisioning"),
+            ],
+        ),
+        ({"node_id": ["n-17"], "node_instance_id": ["ni-4"]}, (4, None), [(4, "heartbeat")]),
+        ({"allocation_id": ["a-9", "a-10"]}, (2, 6), [(2, "requested → provisioning"), (5, "request")]),
+        ({"allocation_id": [], "workflow_id": ["wf-none"]}, (None, None), []),
+        ({}, (None, None), []),
+    ],
+)  # fmt: skip
+def test_events_matching_returns_each_event_once_in_order(
+    filled: Store,
+    ids: dict[str, list[str]],
+    window: tuple[int | None, int | None],
+    expected: list[tuple[int, str]],
+) -> None:
+    from_s, to_s = window
+    events, truncated = filled.events_matching(
+        ids,
+        from_ns=None if from_s is None else T0 + from_s * 1_000_000_000,
+        to_ns=None if to_s is None else T0 + to_s * 1_000_000_000,
+    )
+    assert _messages(events) == expected
+    assert truncated is False
+
+
+def test_events_matching_truncates_at_the_limit(filled: Store) -> None:
+    events, truncated = filled.events_matching(
+        {"correlation_id": ["c-1", "c-2"], "allocation_id": ["a-9", "a-10"]}, limit=3
+    )
+    assert (_messages(events), truncated) == (
+        [(0, "POST /v1/allocations"), (1, "request"), (2, "requested → provisioning")],
+        True,
+    )
+
+
+def test_events_matching_refuses_an_unknown_key(filled: Store) -> None:
+    with pytest.raises(QueryError, match="unknown identifier key 'tenant'"):
+        filled.events_matching({"tenant": ["t-1"]})
+
+
+def test_events_come_back_as_they_went_in(filled: Store) -> None:
+    events, _ = filled.events_matching({"node_id": ["n-17"]})
+    assert events == [EVENTS[3], EVENTS[4]]
+
+
+def test_link_counts_and_bounds(filled: Store) -> None:
+    assert filled.link_counts("allocation_id", "a-9") == {
+        "correlation_id": {"c-1": 1},
+        "workflow_id": {"wf-1": 1},
+    }
+    assert filled.link_counts("node_id", "n-17", from_ns=T0 + 4_000_000_000) == {
+        "node_instance_id": {"ni-4": 1}
+    }
+    assert filled.bounds_for("allocation_id", "a-10") == (
+        T0 + 5_000_000_000,
+        T0 + 6_000_000_000,
+    )
+
+
+def test_bulk_commits_at_the_end_and_rolls_back_on_error(store: Store) -> None:
+    with store.bulk():
+        assert store.insert_events(EVENTS[:2]).accepted == 2
+        with store.bulk():  # nested: joins the outer transaction
+            assert store.insert_events(EVENTS[1:3]).as_dict()["duplicate"] == 1
+    assert store.count() == 3
+    with pytest.raises(RuntimeError, match="input went away"), store.bulk():
+        store.insert_events(EVENTS[3:])
+        raise RuntimeError("input went away")
+    assert store.count() == 3
+
+
+def test_cardinalities_are_kept_in_the_file_for_the_next_reader(tmp_path: Path) -> None:
+    path = tmp_path / "evidence.duckdb"
+    with Store(path) as writer:
+        writer.insert_events(EVENTS)
+        computed = writer.cardinalities()
+    assert computed[("allocation_id", "correlation_id")] == (1, 1)
+    assert computed[("node_id", "workflow_id")] == (1, 1)
+    assert computed[("node_id", "node_instance_id")] == (1, 1)
+    with Store(path, read_only=True) as reader:
+        stored = reader._stored_cardinalities(len(EVENTS))
+        assert stored == computed
+        assert reader.cardinalities() == computed
+    with Store(path) as writer:
+        writer.insert_events([ev(7, "node", "task claimed", workflow_id="wf-9", node_id="n-17")])
+        assert writer._stored_cardinalities(len(EVENTS) + 1) is None  # stale: recomputed
+        assert writer.cardinalities()[("node_id", "workflow_id")] == (2, 1)
+        assert writer._stored_cardinalities(len(EVENTS) + 1) is not None
+
+
+def test_linking_in_place_makes_the_cardinalities_stale(filled: Store) -> None:
+    before = filled.cardinalities()
+    assert before[("correlation_id", "node_id")] == (0, 0)
+    linked = dataclasses.replace(EVENTS[4], correlation_id="c-1")
+    assert filled.set_links([linked]) == 1
+    assert filled._stored_cardinalities(len(EVENTS)) is None
+    assert filled.cardinalities()[("correlation_id", "node_id")] == (1, 1)
