@@ -40,6 +40,7 @@ import bisect
 import gc
 import heapq
 import json
+import multiprocessing
 import random
 import shutil
 import statistics
@@ -47,14 +48,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from agent_logging._render import rfc3339_ns
 from benchmarks._common import REPO_ROOT, machine_note, rss_kib
 
 _S: Final = 1_000_000_000
@@ -106,8 +107,10 @@ class _Writer:
     records of allocations still running.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self._handles = {name: (directory / f"{name}.ndjson").open("wb") for name in LAYER_FILES}
+    def __init__(self, directory: Path, suffix: str = "") -> None:
+        self._handles = {
+            name: (directory / f"{name}{suffix}.ndjson").open("wb") for name in LAYER_FILES
+        }
         self._heap: list[tuple[int, int, str, bytes]] = []
         self._seq = 0
         self.layers: Counter[str] = Counter()
@@ -132,6 +135,21 @@ class _Writer:
         return paths
 
 
+_DAYS: dict[int, str] = {}
+
+
+def _rfc3339(ts_ns: int) -> str:
+    """``2026-02-01T00:01:05.192417880Z``, as agent_logging writes ``ts`` (cached per day)."""
+    seconds, nanos = divmod(ts_ns, _S)
+    day, second = divmod(seconds, 86_400)
+    prefix = _DAYS.get(day)
+    if prefix is None:
+        prefix = _DAYS[day] = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
+    hours, second = divmod(second, 3600)
+    minutes, second = divmod(second, 60)
+    return f"{prefix}T{hours:02d}:{minutes:02d}:{second:02d}.{nanos:09d}Z"
+
+
 def _hex(rng: random.Random, digits: int) -> str:
     return f"{rng.getrandbits(digits * 4):0{digits}x}"
 
@@ -144,12 +162,16 @@ def _uuid4(rng: random.Random) -> str:
 class _Generator:
     """One fleet's evidence (see the module docstring for the shape)."""
 
-    def __init__(self, directory: Path, target_events: int, seed: int) -> None:
-        self.rng = random.Random(seed)
-        self.out = _Writer(directory)
-        self.target = target_events
-        self.nodes = max(50, min(2000, target_events // 5000))
-        self.node_ids = [f"node-r{i // 40:02d}-u{i % 40:02d}" for i in range(self.nodes)]
+    def __init__(
+        self, directory: Path, target_events: int, seed: int, part: int = 0, parts: int = 1
+    ) -> None:
+        self.rng = random.Random(seed * 1000 + part)
+        self.out = _Writer(directory, f"-{part}" if parts > 1 else "")
+        self.target = target_events // parts
+        fleet = max(50, min(2000, target_events // 5000))
+        # Each part generates its share of the fleet (a rack-aligned split: its own files).
+        self.node_ids = [f"node-r{i // 40:02d}-u{i % 40:02d}" for i in range(part, fleet, parts)]
+        self.nodes = len(self.node_ids)
         # node -> [(from_ns, instance)]: heartbeats look up the instance of their moment.
         self.instances: dict[str, list[tuple[int, str]]] = {
             n: [(0, f"ni-{_hex(self.rng, 10)}")] for n in self.node_ids
@@ -157,7 +179,7 @@ class _Generator:
         self.api_skew_ns = int(0.35 * _S)  # the API's clock runs a little ahead
 
     # One allocation writes about this many events; the heartbeats fill ~10 % on top.
-    EVENTS_PER_ALLOCATION: Final = 66
+    EVENTS_PER_ALLOCATION: Final = 52
 
     def plan(self) -> list[tuple[int, int, str]]:
         """(start_ns, lease_ns, node) of every allocation, in start order."""
@@ -188,9 +210,7 @@ class _Generator:
         heartbeat_every = max(
             10 * _S, int(self.nodes * SPAN_NS / max(1, self.target // 10))
         )  # ~10 % of the events
-        beats = [
-            (END_NS - SPAN_NS + self.rng.randrange(heartbeat_every), n) for n in self.node_ids
-        ]
+        beats = [(END_NS - SPAN_NS + self.rng.randrange(heartbeat_every), n) for n in self.node_ids]
         heapq.heapify(beats)
         samples: dict[str, list[str]] = {k: [] for k in SEED_KINDS}
         for index, (begin, lease, node) in enumerate(plan):
@@ -230,7 +250,7 @@ class _Generator:
             ts_ns,
             "node",
             {
-                "ts": rfc3339_ns(ts_ns),
+                "ts": _rfc3339(ts_ns),
                 "level": "info",
                 "event": "heartbeat",
                 "service": "node-agent",
@@ -244,7 +264,7 @@ class _Generator:
         )
 
     def _record(self, ts_ns: int, layer: str, service: str, event: str, **fields: Any) -> None:
-        record = {"ts": rfc3339_ns(ts_ns), "level": "info", "event": event, "service": service}
+        record = {"ts": _rfc3339(ts_ns), "level": "info", "event": event, "service": service}
         record["layer"] = layer
         record["env"] = "prod"
         record.update(fields)
@@ -510,7 +530,12 @@ class _Generator:
             status = 500 if failure is not None and i == polls - 1 else 200
             correlations.append(
                 self._request(
-                    when, "GET", path, status, allocation=allocation, failure=failure if status == 500 else None
+                    when,
+                    "GET",
+                    path,
+                    status,
+                    allocation=allocation,
+                    failure=failure if status == 500 else None,
                 )
             )
         for _ in range(requests - polls):
@@ -530,9 +555,7 @@ class _Generator:
             workflows.append(workflow)
             correlations += calls
         release_at = max(end - 20 * _MIN, t + _MIN)
-        correlations.append(
-            self._request(release_at, "DELETE", path, 202, allocation=allocation)
-        )
+        correlations.append(self._request(release_at, "DELETE", path, 202, allocation=allocation))
         _, workflow, calls = self._workflow(
             release_at + 2 * _S,
             "release",
@@ -572,21 +595,52 @@ _STEPS: Final = {
 }
 
 
-def generate(directory: Path, events: int, seed: int, *, samples: int = 400) -> Fleet:
-    """Write a fleet of about ``events`` events into ``directory`` (one file per layer).
+def _generate_part(directory: Path, events: int, seed: int, part: int, parts: int) -> Fleet:
+    generator = _Generator(directory, events, seed, part, parts)
+    allocations = max(10, int(generator.target * 0.9 / generator.EVENTS_PER_ALLOCATION))
+    return generator.run(max(1, allocations // (400 // parts)))
+
+
+def generate(directory: Path, events: int, seed: int, *, processes: int = 2) -> Fleet:
+    """Write a fleet of about ``events`` events into ``directory``.
 
     Args:
         directory: an empty directory.
         events: the target size (the fleet lands within a few % of it).
-        seed: the random seed (same seed and size, same files).
-        samples: how many allocations to remember ids of, for the queries.
+        seed: the random seed (same seed, size and processes: same files).
+        processes: from 10^5 events on, the fleet is split by node between this many
+            processes, each writing its own file per layer.
 
     Returns:
-        The files and what they hold.
+        The files and what they hold (with ~400 allocations' ids to seed queries with).
     """
-    generator = _Generator(directory, events, seed)
-    allocations = max(10, int(events * 0.9 / generator.EVENTS_PER_ALLOCATION))
-    return generator.run(max(1, allocations // samples))
+    parts = processes if events >= 100_000 and processes > 1 else 1
+    if parts == 1:
+        return _generate_part(directory, events, seed, 0, 1)
+    with ProcessPoolExecutor(parts, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [
+            pool.submit(_generate_part, directory, events, seed, part, parts)
+            for part in range(parts)
+        ]
+        fleets = [future.result() for future in futures]
+    layers: Counter[str] = Counter()
+    for fleet in fleets:
+        layers.update(fleet.layers)
+    busy = [node for fleet in fleets for node in fleet.busy_nodes]
+    return Fleet(
+        files=[path for fleet in fleets for path in fleet.files],
+        events=sum(f.events for f in fleets),
+        layers=layers,
+        allocations=sum(f.allocations for f in fleets),
+        nodes=sum(f.nodes for f in fleets),
+        busy_nodes=busy,
+        allocations_per_busy_node=sum(
+            f.allocations_per_busy_node * len(f.busy_nodes) for f in fleets
+        )
+        / len(busy),
+        instances=sum(f.instances for f in fleets),
+        samples={k: [v for f in fleets for v in f.samples[k]] for k in SEED_KINDS},
+    )
 
 
 # -- measurement -----------------------------------------------------------------------------
@@ -735,7 +789,9 @@ def run_size(
     for path in fleet.files:
         path.unlink()
     timelines = measure_timelines(db, _seeds(fleet, queries, random.Random(seed)), profile=profile)
-    _say(f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, p95 {timelines['p95_s'] * 1000:.0f} ms")
+    _say(
+        f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, p95 {timelines['p95_s'] * 1000:.0f} ms"
+    )
     shutil.rmtree(directory)
     return {
         "size": events,
@@ -802,9 +858,7 @@ def record(section: str) -> None:
     if start is None:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n", "utf-8")
         return
-    end = next(
-        (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-    )
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     tail = "".join(lines[end:])
     head = "".join(lines[:start])
     RESULTS.write_text(head + section.rstrip("\n") + "\n" + ("\n" + tail if tail else ""), "utf-8")
@@ -828,7 +882,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="correlator-bench-") as workdir:
         for size in sizes:
-            rows.append(run_size(size, args.queries, args.seed, Path(workdir), profile=args.profile))
+            rows.append(
+                run_size(size, args.queries, args.seed, Path(workdir), profile=args.profile)
+            )
     total_s = time.perf_counter() - started
     if args.json:
         print(json.dumps({"machine": note, "total_s": total_s, "rows": rows}, indent=2))

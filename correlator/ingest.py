@@ -7,7 +7,6 @@ adapter's columnar fast path when it has one (no Event objects at all).
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -94,15 +93,15 @@ def ingest_lines(
         offset = 0
         with store.bulk():
             for chunk in _chunks(lines, batch_events):
-                columns, rejects = fast(chunk, origin)
-                # The adapter numbers each chunk from 1; the file's numbering continues.
-                rejects = [dataclasses.replace(r, line_no=r.line_no + offset) for r in rejects]
+                # Chunks continue the file's line numbering; the kind is the source recorded.
+                columns, rejects = fast(chunk, origin, source=kind, start_line=offset + 1)
                 offset += len(chunk)
                 result.add(store.insert_columns(columns))
                 result.add(store.insert_rejects(rejects))
         return result
     with store.bulk():
-        result = ingest_items(store, module.parse(lines, origin), batch_events=batch_events)
+        parse = getattr(module, f"parse_{kind}", module.parse)
+    result = ingest_items(store, parse(lines, origin), batch_events=batch_events)
     if kind == "nginx":
         link_nginx(store)  # after the commit: it reads what was stored, from other cursors
     return result

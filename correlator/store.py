@@ -293,12 +293,12 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        # One branch per identifier kind, each served by that column's index; a row matched by
-        # an earlier kind is left to that branch, so the union holds every row once, as the
-        # equivalent OR would (which DuckDB can only answer with a full scan).
+        # One branch per identifier kind, each answered from that column's index; UNION (not
+        # ALL) keeps a row matched by several kinds once, as the equivalent OR would (rows are
+        # distinct: the content hash is unique). DuckDB answers an OR across columns, or a
+        # branch excluding the others' values, only with a full scan: 4 s at 10^7 events.
         branches: list[str] = []
         params: list[Any] = []
-        earlier: list[tuple[str, list[str]]] = []
         window = ""
         window_params: list[Any] = []
         if from_ns is not None:
@@ -313,23 +313,16 @@ class Store:
             value_list = sorted(set(values))
             if not value_list:
                 continue
-            where = f"{key} IN ({', '.join('?' * len(value_list))})"
-            params.extend(value_list)
-            for other, other_values in earlier:
-                where += (
-                    f" AND ({other} IS NULL OR {other} NOT IN "
-                    f"({', '.join('?' * len(other_values))}))"
-                )
-                params.extend(other_values)
             branches.append(
-                f"SELECT {_COLUMN_LIST} FROM events WHERE {where}{window}"  # noqa: S608 - fixed names
+                f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
+                f"WHERE {key} IN ({', '.join('?' * len(value_list))}){window}"
             )
+            params.extend(value_list)
             params.extend(window_params)
-            earlier.append((key, value_list))
         if not branches:
             return [], False
         params.append(limit + 1)
-        sql = f"{' UNION ALL '.join(branches)} ORDER BY ts_ns, hash LIMIT ?"
+        sql = f"{' UNION '.join(branches)} ORDER BY ts_ns, hash LIMIT ?"
         rows = list(self._rows_as_events(sql, params))
         return rows[:limit], len(rows) > limit
 

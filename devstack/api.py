@@ -103,7 +103,7 @@ def _event(**fields: Any) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per route
+def create_app(config: StackConfig) -> FastAPI:
     """The API application for ``config``'s database and tokens."""
     app = FastAPI(title="devstack provisioning API")
     # Node agents long-poll for tasks: successful polls are not worth an access record each.
@@ -185,7 +185,9 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
     def status(allocation_id: str, role: Caller) -> dict[str, Any]:
         with pool.transaction() as cur:
             cur.execute(
-                sql("SELECT state, occupancy, node_id, provider, job FROM allocations WHERE id = %s"),
+                sql(
+                    "SELECT state, occupancy, node_id, provider, job FROM allocations WHERE id = %s"
+                ),
                 (allocation_id,),
             )
             row = cur.fetchone()
@@ -207,7 +209,10 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
                 raise HTTPException(409, f"allocation {allocation_id} is {row[0]}")
             if kind == "allocation.delete_requested":
                 cur.execute(
-                    sql("UPDATE allocations SET delete_requested = true WHERE id = %s"),
+                    sql(
+                        "UPDATE allocations SET delete_requested = true, "
+                        "delete_requested_at = clock_timestamp() WHERE id = %s"
+                    ),
                     (allocation_id,),
                 )
             payload = {**agent_logging.payload(), "node_id": row[1]}
@@ -298,9 +303,7 @@ def create_app(config: StackConfig) -> FastAPI:  # noqa: C901 - one closure per 
             time.sleep(_CLAIM_POLL_S)
 
     @app.post("/v1/tasks/{task_id}/result")
-    def result(
-        task_id: int, body: TaskResult, role: Caller
-    ) -> dict[str, Any]:
+    def result(task_id: int, body: TaskResult, role: Caller) -> dict[str, Any]:
         require(role, "node")
         if body.status not in ("succeeded", "failed"):
             raise HTTPException(422, "status must be succeeded or failed")

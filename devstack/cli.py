@@ -122,7 +122,9 @@ def _scenario(directory: Path, name: str, as_json: bool) -> int:
     from devstack.supervisor import Stack, StackError
 
     if name not in SCENARIOS:
-        print(f"devstack: unknown scenario {name!r}; one of {', '.join(SCENARIOS)}", file=sys.stderr)
+        print(
+            f"devstack: unknown scenario {name!r}; one of {', '.join(SCENARIOS)}", file=sys.stderr
+        )
         return 2
     owned = not (directory / "stack.json").exists()
     try:

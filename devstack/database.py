@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, LiteralString, cast
+from typing import Any, Final, LiteralString
 
 import psycopg
 
@@ -57,6 +57,7 @@ CREATE TABLE allocations (
     job text,
     task_id bigint,
     delete_requested boolean NOT NULL DEFAULT false,
+    delete_requested_at timestamptz,
     created_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE allocation_audit (
@@ -95,14 +96,15 @@ CREATE TABLE tasks (
 """
 
 
-def sql(text: LiteralString) -> psycopg.sql.Composable:
+def sql(text: LiteralString) -> psycopg.sql.SQL:
     """``text`` with the current identifiers appended as a sqlcommenter comment.
 
     The comment is data, not structure: it goes in as a ``psycopg.sql.SQL`` literal only
     after ``%`` is doubled, so psycopg's placeholders stay the statement's own.
     """
     comment = agent_logging.sql_comment().replace("%", "%%")
-    return psycopg.sql.SQL(cast(LiteralString, f"{text} {comment}" if comment else text))
+    statement = f"{text} {comment}" if comment else text
+    return psycopg.sql.SQL(statement)
 
 
 def connect(dsn: str, application: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
@@ -233,6 +235,6 @@ class Cluster:
             conn.execute(SCHEMA)
 
     def stop(self) -> None:
-        """Stop the cluster (immediate: its data is thrown away)."""
+        """Stop the cluster (fast shutdown: sessions are ended, nothing is kept)."""
         if self.data.exists():
             self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop")

@@ -186,7 +186,9 @@ class Ingress:
         # -e: the error log before the configuration is read (the default path, /var/log/nginx,
         # may not be writable); nginx >= 1.19.5.
         base += ["-e", str(self.prefix / "logs" / "error.log")]
-        checked = subprocess.run([*base, "-t"], capture_output=True, text=True, check=False)
+        checked = subprocess.run(  # noqa: S603 - our own binary and arguments
+            [*base, "-t"], capture_output=True, text=True, check=False
+        )
         if checked.returncode != 0:
             raise RuntimeError(f"nginx refuses its configuration: {checked.stderr.strip()}")
         with log_path.open("ab") as output:

@@ -71,10 +71,10 @@ def install_image(state: Path, token: str, *, deploy_seconds: float = 0.3) -> No
     token_path.write_text(token, "utf-8")
 
 
-def set_deploy_seconds(state: Path, seconds: float) -> None:
-    """How long the next deploy takes on this node."""
+def set_deploy_seconds(state: Path, seconds: float, *, wipe_seconds: float = 0.2) -> None:
+    """How long the next deploy (and wipe) takes on this node."""
     (state / "etc" / "deploy.conf").write_text(
-        f"deploy_seconds={seconds}\nwipe_seconds=0.2\n", "utf-8"
+        f"deploy_seconds={seconds}\nwipe_seconds={wipe_seconds}\n", "utf-8"
     )
 
 
@@ -126,7 +126,7 @@ class Agent:
                 env={**os.environ, **agent_logging.env()},
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            log.error(f"{kind} step failed", exc_info=exc, task_id=task["id"], task_kind=kind)
+            log.exception("task step failed", task_id=task["id"], task_kind=kind)
             info = {"type": type(exc).__name__, "message": str(exc)}
             return info
         log.info("task step finished", task_id=task["id"], task_kind=kind)
@@ -149,12 +149,11 @@ class Agent:
                 )
                 response.raise_for_status()
             except httpx.HTTPError as exc:
-                try:
-                    raise TaskReportError(f"task {task['id']} result not delivered") from exc
-                except TaskReportError as wrapped:
-                    log.error("task report failed", exc_info=wrapped, attempt=attempt)
+                wrapped = TaskReportError(f"task {task['id']} result not delivered")
+                wrapped.__cause__ = exc
+                log.exception("task report failed", exc_info=wrapped, attempt=attempt)
                 if time.monotonic() >= deadline:
-                    log.error("task result abandoned", task_id=task["id"], attempts=attempt)
+                    log.warning("task result abandoned", task_id=task["id"], attempts=attempt)
                     return
                 time.sleep(0.5)
                 continue
@@ -166,8 +165,8 @@ class Agent:
         while not stop.is_set():
             try:
                 task = self.claim()
-            except httpx.HTTPError as exc:
-                log.error("task claim failed", exc_info=exc)
+            except httpx.HTTPError:
+                log.exception("task claim failed")
                 stop.wait(idle)
                 idle = min(idle * 2, _IDLE_BACKOFF_S[1])
                 continue

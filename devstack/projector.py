@@ -9,8 +9,9 @@ write is also appended to ``k8s/watch.ndjson`` as a watch event
 --output-watch-events -o json`` would have recorded. :func:`snapshot` is ``kubectl get -o
 json``.
 
-An allocation whose deletion was requested gets ``metadata.deletionTimestamp`` once; its status
-is not written after that (a resource being deleted only runs its finalizer, which is the
+An allocation whose deletion was requested gets ``metadata.deletionTimestamp`` (the time the
+tenant asked, as the API server stamps it on ``kubectl delete``) once; its status is not
+written after that (a resource being deleted only runs its finalizer, which is the
 worker's deprovisioning).
 
 Fault ``projector-stalled`` (a flag file): the projector's watch of the provider stalls and it
@@ -58,8 +59,12 @@ _FINAL: Final = frozenset({"Succeeded", "Failed", "Canceled"})
 log = agent_logging.get_logger("devstack.projector")
 
 
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
 def _now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    return _iso(dt.datetime.now(dt.UTC))
 
 
 def snapshot(config: StackConfig) -> dict[str, Any]:
@@ -117,21 +122,21 @@ class Projector:
             cur.execute(
                 sql(
                     "SELECT id, node_id, provider, provision_workflow_id, provision_job, "
-                    "delete_requested, created_at FROM allocations "
+                    "delete_requested_at, created_at FROM allocations "
                     "WHERE provision_job IS NOT NULL AND state <> 'archived'"
                 )
             )
             rows = cur.fetchall()
-        for allocation, node, provider, workflow, job, deleting, created in rows:
+        for allocation, node, provider, workflow, job, deleted_at, created in rows:
             name = f"prov-{allocation}"
             current = self._objects.get(name)
             ids = {"allocation_id": allocation, "node_id": node, "workflow_id": workflow}
             with agent_logging.bound(**{k: v for k, v in ids.items() if v}):
                 if current is not None and current["metadata"].get("deletionTimestamp"):
                     continue
-                if current is not None and deleting:
+                if current is not None and deleted_at is not None:
                     obj = orjson.loads(orjson.dumps(current))
-                    obj["metadata"]["deletionTimestamp"] = _now_iso()
+                    obj["metadata"]["deletionTimestamp"] = _iso(deleted_at)
                     obj["metadata"]["finalizers"] = [f"{_GROUP}/deprovision"]
                     self._write(name, obj)
                     log.info("custom resource marked for deletion", resource=name)
@@ -189,8 +194,8 @@ class Projector:
         while not stop.wait(_TICK_S):
             try:
                 self.tick()
-            except Exception as exc:  # noqa: BLE001 - an operator's loop survives anything
-                log.error("projection failed", exc_info=exc)
+            except Exception:
+                log.exception("projection failed")
 
 
 def run(config: StackConfig) -> None:

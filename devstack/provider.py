@@ -259,8 +259,8 @@ class Simulator:
         while not stop.wait(_TICK_S):
             try:
                 self.tick()
-            except Exception as exc:  # noqa: BLE001 - the simulator must keep running
-                log.error("provider tick failed", exc_info=exc)
+            except Exception:
+                log.exception("provider tick failed")
 
 
 def create_app(simulator: Simulator) -> FastAPI:

@@ -12,11 +12,11 @@ with ``entity_kind``/``entity_id``/``state_from``/``state_to``/``occupancy``/``p
 Every 200 ms the worker publishes pending outbox rows (each in its own transaction with
 ``lock_timeout = 500ms``: a row whose work cannot get its locks stays pending and is retried
 with backoff) and advances each allocation in flight: launch the provider job, follow it,
-queue the node task (``deploy`` after provisioning, ``wipe`` during release), follow the task,
-transition. Transitions are optimistic: ``UPDATE ... WHERE state = FROM [AND version = V]``;
-the release completes only on the row version it started from, so a concurrent writer makes
-it ``release_failed`` (:class:`StaleTransitionError`) rather than release a node nobody can
-prove was wiped for this allocation.
+queue the node task (``deploy`` beside the provision job, ``wipe`` after the deprovision
+job), follow both, transition. Transitions are optimistic (``UPDATE ... WHERE state = FROM
+[AND version = V]``); the release completes only on the row version it started from, so a
+concurrent writer makes it ``release_failed`` (:class:`StaleTransitionError`) rather than
+release a node nobody can prove was wiped for this allocation.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import secrets
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -226,7 +227,7 @@ class Worker:
                 sql("SELECT id, kind, payload FROM outbox WHERE state = 'pending' ORDER BY id")
             )
             pending = cur.fetchall()
-        now = _monotonic()
+        now = time.monotonic()
         for outbox_id, kind, payload in pending:
             retry = self._retry_at.get(outbox_id)
             if retry is not None and now < retry[0]:
@@ -236,12 +237,11 @@ class Worker:
             with agent_logging.bound(**{**ids, "workflow_id": workflow}):
                 try:
                     records = self._publish(outbox_id, kind, payload, workflow)
-                except pg_errors.LockNotAvailable as exc:
+                except pg_errors.LockNotAvailable:
                     attempts = (retry[1] if retry else 0) + 1
                     self._retry_at[outbox_id] = (now + min(2.0, 0.25 * 2**attempts), attempts)
-                    log.error(
+                    log.exception(
                         "outbox row not published",
-                        exc_info=exc,
                         outbox_id=outbox_id,
                         outbox_kind=kind,
                         attempts=attempts,
@@ -288,10 +288,12 @@ class Worker:
         self, cur: psycopg.Cursor[Any], kind: str, row: _Allocation, workflow: str
     ) -> list[dict[str, Any]]:
         if kind == "allocation.requested" and row.state == "requested":
-            # The node is taken for the allocation first: this is the row a long
-            # maintenance transaction holds in the db-lock-timeout scenario.
+            # The node is taken for the allocation first.
             cur.execute(
-                sql("UPDATE nodes SET occupancy = 'allocated', allocation_id = %s WHERE node_id = %s"),
+                sql(
+                    "UPDATE nodes SET occupancy = 'allocated', allocation_id = %s "
+                    "WHERE node_id = %s"
+                ),
                 (row.id, row.node_id),
             )
             record = self.transition(cur, row, "provisioning", workflow_id=workflow)
@@ -301,6 +303,12 @@ class Worker:
             )
             return [record]
         if kind == "allocation.release_requested" and row.state == "active":
+            # The node is marked as being released first: the row the maintenance
+            # transaction holds in the db-lock-timeout scenario.
+            cur.execute(
+                sql("UPDATE nodes SET occupancy = 'releasing' WHERE node_id = %s"),
+                (row.node_id,),
+            )
             record = self.transition(cur, row, "releasing", workflow_id=workflow)
             cur.execute(
                 sql(
@@ -348,8 +356,10 @@ class Worker:
             with agent_logging.bound(**row.ids):
                 try:
                     self.advance(row)
-                except (httpx.HTTPError, psycopg.Error) as exc:
-                    log.error("workflow step failed; retrying", exc_info=exc, state=row.state)
+                except StaleTransitionError:
+                    log.warning("allocation changed under the worker; skipped", state=row.state)
+                except (httpx.HTTPError, psycopg.Error):
+                    log.exception("workflow step failed; retrying", state=row.state)
 
     def _set(self, row: _Allocation, column: str, value: Any) -> None:
         if column not in ("job", "provision_job", "task_id"):
@@ -413,26 +423,26 @@ class Worker:
             self._deleting(row)
 
     def _provisioning(self, row: _Allocation) -> None:
-        if row.job is None:
-            self._launch(row, "provision")
+        # The provider job (the VM side) and the node's deploy task (the host side) run side
+        # by side; the allocation is active when both succeeded.
+        if row.job is None or row.task_id is None:
+            if row.job is None:
+                self._launch(row, "provision")
+            if row.task_id is None:
+                self._queue_task(row, "deploy")
             return
         outcome = self._job_outcome(row, row.job)
-        if outcome == "active":
-            return
-        if outcome != "ok":
+        if outcome in ("failed", "canceled"):
             self._provider_failure(row, row.job, outcome)
             self._move(row, "provision_failed", occupancy="cleanup")
             return
-        if row.task_id is None:
-            self._queue_task(row, "deploy")
-            return
         task = self._task_state(row)
-        if task == "succeeded":
-            self._move(row, "active", occupancy="allocated")
-        elif task in ("failed", "lost"):
+        if task in ("failed", "lost"):
             error = TaskFailedError(f"deploy task {row.task_id} ended {task}")
             log.error("provisioning failed", exc_info=error, task_id=row.task_id)
             self._move(row, "provision_failed", occupancy="cleanup")
+        elif task == "succeeded" and outcome == "ok":
+            self._move(row, "active", occupancy="allocated")
 
     def _releasing(self, row: _Allocation) -> None:
         if row.job is None:
@@ -458,8 +468,8 @@ class Worker:
             return
         try:
             self._move(row, "released", occupancy="free", version=row.release_version)
-        except StaleTransitionError as exc:
-            log.error("release could not be completed", exc_info=exc)
+        except StaleTransitionError:
+            log.exception("release could not be completed")
             self._move(row, "release_failed", occupancy="cleanup")
 
     def _deleting(self, row: _Allocation) -> None:
@@ -488,16 +498,10 @@ class Worker:
             try:
                 self.publish_outbox()
                 self.advance_all()
-            except Exception as exc:  # noqa: BLE001 - the loop must survive anything
-                log.error("worker tick failed", exc_info=exc)
+            except Exception:
+                log.exception("worker tick failed")
             stop.wait(_TICK_S)
         log.info("worker stopped")
-
-
-def _monotonic() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def run(config: StackConfig) -> None:

@@ -15,7 +15,7 @@ import pytest
 import agent_logging
 from agent_logging import _context, _state
 
-pytest_plugins = ["tests.lokisim.fixtures"]
+pytest_plugins = ["tests.lokisim.fixtures", "tests.pg"]
 
 
 @pytest.fixture(autouse=True)

@@ -230,7 +230,12 @@ def test_loki_failure_is_a_source_error() -> None:
 )
 def test_bad_arguments_are_refused_before_any_request(kwargs: dict[str, Any], message: str) -> None:
     seen: list[httpx.Request] = []
-    client = mock_client(lambda request: seen.append(request) or httpx.Response(500))
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(500)
+
+    client = mock_client(respond)
     arguments: dict[str, Any] = {"start_ns": T0, "end_ns": T0 + 10, **kwargs}
 
     with pytest.raises(QueryError, match=message):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
 from correlator.sources.workflow import parse, read_audit_table
-from tests.pg import postgres_dsn  # noqa: F401 - the fixture, until conftest registers tests.pg
 from tests.servers import free_port
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "workflow"
@@ -27,6 +26,12 @@ S = 1_000_000_000
 
 def sample_lines() -> list[bytes]:
     return (SAMPLES / "transitions.jsonl").read_bytes().splitlines()
+
+
+def connect(dsn: str, **kwargs: Any) -> Any:
+    """A psycopg connection (psycopg is the correlator extra's; skip without it)."""
+    psycopg = pytest.importorskip("psycopg")
+    return psycopg.connect(dsn, **kwargs)
 
 
 def transition(raw: bytes, origin: str = ORIGIN, **fields: Any) -> Event:
@@ -280,10 +285,10 @@ AUDIT_ROWS = [
 
 
 @pytest.fixture
-def audit_table(postgres_dsn: str) -> Iterator[str]:  # noqa: F811 - the imported fixture
+def audit_table(postgres_dsn: str) -> Iterator[str]:
     """A fresh audit table holding AUDIT_ROWS; its name."""
     table = f"audit_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+    with connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(AUDIT_DDL.format(table=table))
         with conn.cursor() as cursor:
             cursor.executemany(
@@ -293,18 +298,18 @@ def audit_table(postgres_dsn: str) -> Iterator[str]:  # noqa: F811 - the importe
                 AUDIT_ROWS,
             )
     yield table
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+    with connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def row_count(dsn: str, table: str) -> int:
-    with psycopg.connect(dsn) as conn:
+    with connect(dsn) as conn:
         row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
     return int(row[0]) if row else -1
 
 
 @pytest.mark.integration
-def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:  # noqa: F811
+def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:
     items = list(read_audit_table(postgres_dsn, table=audit_table))
 
     origin = f"postgresql:{audit_table}"
@@ -373,7 +378,7 @@ def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:  # noqa:
     ],
 )
 def test_since_is_bound_and_inclusive(
-    postgres_dsn: str,  # noqa: F811
+    postgres_dsn: str,
     audit_table: str,
     since_ns: int,
     states: list[str],
@@ -384,9 +389,9 @@ def test_since_is_bound_and_inclusive(
 
 
 @pytest.mark.integration
-def test_custom_column_names_and_schema(postgres_dsn: str) -> None:  # noqa: F811
+def test_custom_column_names_and_schema(postgres_dsn: str) -> None:
     schema = f"s_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+    with connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         conn.execute(
             f"CREATE TABLE {schema}.history (changed_at timestamp, alloc text, "
@@ -415,7 +420,7 @@ def test_custom_column_names_and_schema(postgres_dsn: str) -> None:  # noqa: F81
             },
         )
     finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        with connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
     assert isinstance(item, Event)
@@ -454,7 +459,7 @@ def test_unsafe_arguments_are_refused_before_connecting(
 
 @pytest.mark.integration
 def test_injection_attempts_leave_the_table_alone(
-    postgres_dsn: str,  # noqa: F811
+    postgres_dsn: str,
     audit_table: str,
 ) -> None:
     with pytest.raises(QueryError):
@@ -476,3 +481,12 @@ def test_unreachable_database_is_a_source_error_without_the_password() -> None:
         list(read_audit_table(dsn))
 
     assert "s3cret" not in str(caught.value)
+
+
+def test_missing_psycopg_is_a_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # makes "import psycopg" fail
+
+    rows = read_audit_table("host=127.0.0.1 port=1")
+
+    with pytest.raises(SourceError, match=r"needs psycopg: pip install 'psycopg\[binary\]'"):
+        next(rows)
