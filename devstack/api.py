@@ -21,6 +21,7 @@ token is writing the file.
 
 from __future__ import annotations
 
+import hmac
 import secrets
 import threading
 import time
@@ -47,16 +48,22 @@ log = agent_logging.get_logger("devstack.api")
 
 
 class AllocationRequest(BaseModel):
+    """The body of ``POST /v1/allocations``."""
+
     node_id: str
     provider: str = "aap"
 
 
 class ClaimRequest(BaseModel):
+    """The body of ``POST /v1/tasks/claim``."""
+
     node_id: str
     node_instance_id: str
 
 
 class TaskResult(BaseModel):
+    """The body of ``POST /v1/tasks/{id}/result``."""
+
     node_instance_id: str
     status: str
     error: dict[str, Any] | None = None
@@ -81,7 +88,10 @@ class _Tokens:
                     if value:
                         roles[value.strip()] = role
                 self._roles, self._stamp = roles, (stat.st_mtime_ns, stat.st_size)
-            return self._roles.get(token)
+            roles = self._roles
+        # Compared in constant time, as any bearer-token check should be.
+        found = [role for known, role in roles.items() if hmac.compare_digest(known, token)]
+        return found[0] if found else None
 
 
 def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
@@ -345,4 +355,6 @@ def serve(config: StackConfig) -> None:
         port=config.api_port,
         log_config=None,
         access_log=False,
+        # Long polls (5 s) must not hold a stop up.
+        timeout_graceful_shutdown=1,
     )

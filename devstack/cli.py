@@ -118,6 +118,7 @@ def _scenarios() -> int:
 
 
 def _scenario(directory: Path, name: str, as_json: bool) -> int:
+    from devstack.harness import ScenarioError
     from devstack.scenarios import SCENARIOS, render, run_scenario
     from devstack.supervisor import Stack, StackError
 
@@ -134,6 +135,9 @@ def _scenario(directory: Path, name: str, as_json: bool) -> int:
         return 1
     try:
         result = run_scenario(stack, SCENARIOS[name])
+    except (ScenarioError, StackError) as exc:
+        print(f"devstack: scenario {name} could not run: {exc}", file=sys.stderr)
+        return 1
     finally:
         if owned:
             stack.down()
@@ -142,6 +146,9 @@ def _scenario(directory: Path, name: str, as_json: bool) -> int:
         sys.stdout.write("\n")
     else:
         render(result)
+        if owned:
+            print("  (the stack was brought up for this run and is gone with its evidence: run")
+            print("   `python -m devstack up` first to keep both)")
     return 0 if result.correct else 1
 
 

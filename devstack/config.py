@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_DIR",
     "DEVSTACK_DIR_ENV",
     "ENV",
+    "INGRESS_HOST",
     "LOKI_URL_ENV",
     "StackConfig",
     "configure_logging",

@@ -72,7 +72,7 @@ def healthy(run: Run) -> dict[str, str]:
     run.release(allocation)
     run.wait_state(allocation, "released")
     # As long as the faulty scenarios wait: a healthy stack must show no finding either.
-    time.sleep(_PAST_THRESHOLD_S)
+    run.settle(_PAST_THRESHOLD_S)
     return {"allocation_id": allocation}
 
 
@@ -142,7 +142,7 @@ def release_stuck(run: Run) -> dict[str, str]:
         rogue.execute("UPDATE allocations SET version = version + 1 WHERE id = %s", (allocation,))
     run.injected()
     run.wait_state(allocation, "release_failed")
-    time.sleep(_PAST_THRESHOLD_S)
+    run.settle(_PAST_THRESHOLD_S)
     return {"allocation_id": allocation}
 
 
@@ -174,7 +174,7 @@ def db_lock_timeout(run: Run) -> dict[str, str]:
         lambda: run.logged("outbox row not published", allocation_id=allocation),
         "the worker's publish to time out",
     )
-    time.sleep(_PAST_THRESHOLD_S)
+    run.settle(_PAST_THRESHOLD_S)
     return {"allocation_id": allocation}
 
 
@@ -195,7 +195,7 @@ def stale_cr_status(run: Run) -> dict[str, str]:
     httpx.post(f"{run.config.provider_url}/api/v2/jobs/{number}/cancel/").raise_for_status()
     run.injected()
     run.wait_state(allocation, "provision_failed")
-    time.sleep(_PAST_THRESHOLD_S)
+    run.settle(_PAST_THRESHOLD_S)
     return {"allocation_id": allocation}
 
 
@@ -211,7 +211,7 @@ def delete_during_provision(run: Run) -> dict[str, str]:
     run.delete(allocation)
     run.injected()
     run.wait_state(allocation, "deprovision_failed")
-    time.sleep(_PAST_THRESHOLD_S)
+    run.settle(_PAST_THRESHOLD_S)
     return {"allocation_id": allocation}
 
 

@@ -46,6 +46,7 @@ class Run:
         self.db.execute("SET log_statement = 'none'")
         self.allocations: list[str] = []
         self.fault_at_ns: int | None = None
+        self.settled_s = 0.0
         self._restores: list[Callable[[], None]] = []
 
     # -- the tenant --------------------------------------------------------------------------
@@ -162,6 +163,12 @@ class Run:
     def injected(self) -> None:
         """Mark the moment the fault took effect (the benchmark measures from here)."""
         self.fault_at_ns = time.time_ns()
+
+    def settle(self, seconds: float) -> None:
+        """Let a bad state last ``seconds`` (past a finding's threshold); counted apart, so
+        the benchmark can tell waiting on purpose from detecting."""
+        time.sleep(seconds)
+        self.settled_s += seconds
 
     def on_restore(self, undo: Callable[[], None]) -> None:
         """Register how to undo a fault (run after the evidence is collected)."""

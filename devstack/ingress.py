@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-__all__ = ["Ingress", "find_nginx", "render_config"]
+__all__ = ["Ingress", "find_nginx", "render_config", "served_certificate"]
 
 _START_TIMEOUT_S: Final = 15.0
 
@@ -175,8 +175,8 @@ class Ingress:
             "utf-8",
         )
 
-    def start(self, nginx: str, log_path: Path) -> int:
-        """Start nginx in the foreground of a new session; returns the master's pid.
+    def start(self, nginx: str, log_path: Path) -> subprocess.Popen[bytes]:
+        """Start nginx in the foreground of a new session; returns the master process.
 
         Raises:
             RuntimeError: the configuration is refused or nginx does not listen in time.
@@ -200,8 +200,10 @@ class Ingress:
             if process.poll() is not None:
                 raise RuntimeError(f"nginx exited with {process.returncode}; see {log_path}")
             if _listening(self.port):
-                return process.pid
+                return process
             time.sleep(0.05)
+        process.kill()
+        process.wait()
         raise RuntimeError(f"nginx did not listen on 127.0.0.1:{self.port} in time")
 
     def reload(self) -> None:

@@ -38,7 +38,7 @@ from agent_logging.integrations.httpx import event_hooks
 from devstack.config import StackConfig, configure_logging
 from devstack.errors import TaskReportError
 
-__all__ = ["DEPLOY_TOOL", "install_image", "run"]
+__all__ = ["DEPLOY_TOOL", "install_image", "run", "set_deploy_seconds"]
 
 _REPORT_FOR_S: Final = 10.0
 _IDLE_BACKOFF_S: Final = (0.25, 2.0)

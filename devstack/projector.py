@@ -27,12 +27,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Final
 
-import httpx
 import orjson
 
 import agent_logging
 from devstack.config import StackConfig, configure_logging
 from devstack.database import connect, sql
+from devstack.jobs import JobsClient
 
 __all__ = ["PROJECTED_STATES", "Projector", "run", "snapshot"]
 
@@ -80,7 +80,7 @@ class Projector:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
         self.conn = connect(config.dsn, "status-projector")
-        self.http = httpx.Client(base_url=config.provider_url, timeout=5.0)
+        self.jobs = JobsClient(config.provider_url)
         self.directory = config.k8s_dir / "provisionrequests"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._version = 1000
@@ -101,14 +101,7 @@ class Projector:
 
     def _job_state(self, ref: str) -> tuple[str, str]:
         provider, _, number = ref.partition(":")
-        path = (
-            f"/api/v2/jobs/{number}/"
-            if provider == "aap"
-            else f"/api/eda/v1/activation-instances/{number}/"
-        )
-        response = self.http.get(path)
-        response.raise_for_status()
-        job = response.json()
+        job = self.jobs.job(ref)
         status = str(job.get("status"))
         detail = job.get("job_explanation") or job.get("status_message") or ""
         message = f"{provider.upper()} job {number} {status}" + (f": {detail}" if detail else "")

@@ -335,6 +335,7 @@ def serve(config: StackConfig) -> None:
             port=config.provider_port,
             log_config=None,
             access_log=False,
+            timeout_graceful_shutdown=1,
         )
     finally:
         stop.set()

@@ -145,11 +145,15 @@ class Result:
     records_logged: int
     records_seen: int
     started_ns: int
+    end_ns: int
     verdict_at_ns: int
     fault_at_ns: int | None
     directory: Path
     ingest_summary: str = ""
     problems: list[str] = field(default_factory=list)
+    #: Seconds per phase: drive (fault and traffic), settle (of drive: waiting on purpose
+    #: for a finding's threshold), drain, collect, ingest, analyse.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def verdict(self) -> dict[str, Any]:
@@ -191,6 +195,21 @@ class Result:
     def correct(self) -> bool:
         return not self.check()
 
+    @property
+    def fault_to_verdict_s(self) -> float:
+        """Seconds from the fault taking effect (the start, for ``healthy``) to the verdict."""
+        return (self.verdict_at_ns - self._fault_ns) / 1e9
+
+    @property
+    def fault_to_symptom_s(self) -> float:
+        """Seconds from the fault to the end of the evidence window (the failure has shown
+        itself, and a stuck state has outlived its finding threshold)."""
+        return (self.end_ns - self._fault_ns) / 1e9
+
+    @property
+    def _fault_ns(self) -> int:
+        return self.fault_at_ns if self.fault_at_ns is not None else self.started_ns
+
     def as_json(self) -> dict[str, Any]:
         """The stable ``devstack scenario NAME --json`` object."""
         return {
@@ -205,47 +224,58 @@ class Result:
         }
 
 
+class _Laps:
+    """Seconds per phase of a run."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._clock = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = round(now - self._clock, 3)
+        self._clock = now
+
+
 def run_scenario(stack: Stack, scenario: Scenario) -> Result:
     """Run ``scenario`` on ``stack`` (which must be up) and judge the correlator's answer.
+
+    The fault stays in place until the verdict is in (then it is undone and the run's
+    allocations archived), so ``verdict_at_ns - fault_at_ns`` is detection time only.
 
     Raises:
         ScenarioError: the scenario could not drive the stack where it needed to.
         StackError: draining or ingesting the evidence failed.
     """
-    from correlator import findings as rules
-    from correlator import incident
     from correlator.sources import workflow
-    from correlator.store import Store
 
     config = stack.config
     marks = Marks.take(config)
     directory = config.scenarios_dir / f"{scenario.name}-{marks.start_ns // 1_000_000}"
     run = Run(stack)
+    lap = _Laps()
     try:
         seed = scenario.drive(run)
         end_ns = time.time_ns()
+        lap("drive")
         time.sleep(0.2)  # what was logged before end_ns is in the spools by now
         drain_all(stack)
+        lap("drain")
         files = collect(config, marks, directory, set(run.allocations))
         audit = list(workflow.read_audit_table(config.dsn, since_ns=marks.start_ns))
+        lap("collect")
+        db_path = directory / "correlator.duckdb"
+        summary = ingest(db_path, config, marks, end_ns, files, audit)
+        lap("ingest")
+        timeline, found = _analyse(db_path, seed)
+        lap("analyse")
+        verdict_at_ns = time.time_ns()
     finally:
         try:
             run.restore()
         finally:
             run.close()
-    db_path = directory / "correlator.duckdb"
-    summary = ingest(db_path, config, marks, end_ns, files, audit)
-    key, value = next(iter(seed.items()))
-    with Store(db_path) as store:
-        timeline = incident.timeline_for(store, key, value)
-        now_ns = time.time_ns()
-        found = []
-        for finding in rules.find(store.lifecycle_events(), now_ns=now_ns, config=FINDINGS_CONFIG):
-            shown = finding.as_dict()
-            # As `correlator findings --json` shows them: 16 hex digits.
-            shown["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in shown["evidence"]]
-            found.append(shown)
-    verdict_at_ns = time.time_ns()
+    lap.phases["settle"] = run.settled_s
     logged = ledger_lines(config, marks.start_ns, end_ns)
     result = Result(
         scenario=scenario,
@@ -255,13 +285,34 @@ def run_scenario(stack: Stack, scenario: Scenario) -> Result:
         records_logged=len(logged),
         records_seen=count_records(db_path, logged),
         started_ns=marks.start_ns,
+        end_ns=end_ns,
         verdict_at_ns=verdict_at_ns,
         fault_at_ns=run.fault_at_ns,
         directory=directory,
         ingest_summary=summary,
+        phases=lap.phases,
     )
     result.problems = result.check()
     return result
+
+
+def _analyse(db_path: Path, seed: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The seed's timeline (verdict included) and every finding, at the devstack's scale."""
+    from correlator import findings as rules
+    from correlator import incident
+    from correlator.store import Store
+
+    key, value = next(iter(seed.items()))
+    with Store(db_path) as store:
+        timeline = incident.timeline_for(store, key, value)
+        found = []
+        events = store.lifecycle_events()
+        for finding in rules.find(events, now_ns=time.time_ns(), config=FINDINGS_CONFIG):
+            shown = finding.as_dict()
+            # As `correlator findings --json` shows them: 16 hex digits.
+            shown["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in shown["evidence"]]
+            found.append(shown)
+    return timeline, found
 
 
 def render(result: Result) -> None:

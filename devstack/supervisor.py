@@ -26,13 +26,12 @@ from typing import Final
 
 import httpx
 
-from devstack.ca import LocalCA
 from devstack.config import INGRESS_HOST, LOKI_URL_ENV, StackConfig, load
 from devstack.database import Cluster, connect, find_binaries
 from devstack.ingress import Ingress, find_nginx
 from devstack.node_agent import install_image
 
-__all__ = ["NODE_IDS", "REPO_ROOT", "Stack", "StackError", "missing_binaries"]
+__all__ = ["NODE_IDS", "REPO_ROOT", "Stack", "StackError", "free_port", "missing_binaries"]
 
 #: The repository root: role processes run from here.
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -56,6 +55,7 @@ def missing_binaries() -> list[str]:
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -91,10 +91,17 @@ class Stack:
 
     def __init__(self, config: StackConfig) -> None:
         self.config = config
+        # The processes this object started, by pid: waited for when they stop (a stack
+        # attached to from another command only has pids, and polls them instead).
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     @classmethod
     def attach(cls, directory: Path) -> Stack:
-        """The stack already running in ``directory``."""
+        """The stack already running in ``directory``.
+
+        Raises:
+            FileNotFoundError: there is none (no ``stack.json``).
+        """
         return cls(load(directory))
 
     # -- up ----------------------------------------------------------------------------------
@@ -102,6 +109,13 @@ class Stack:
     @classmethod
     def up(cls, directory: Path) -> Stack:
         """Start a stack in ``directory`` (which must not hold one already).
+
+        Args:
+            directory: DEVSTACK_DIR (created; it must be reachable by other users, since
+                PostgreSQL and nginx's workers run as ``postgres`` and ``nobody`` under root).
+
+        Returns:
+            The running stack.
 
         Raises:
             StackError: a binary is missing or a process did not come up; whatever did
@@ -112,6 +126,19 @@ class Stack:
             raise StackError(f"missing Debian packages: {', '.join(missing)}")
         if (directory / "stack.json").exists():
             raise StackError(f"a stack already runs in {directory} (devstack down first)")
+        if os.geteuid() == 0:
+            # PostgreSQL runs as postgres and nginx's workers as nobody: they must reach
+            # their directories under it.
+            closed = [
+                p
+                for p in directory.resolve().parents
+                if p.exists() and not p.stat().st_mode & 0o001
+            ]
+            if closed:
+                raise StackError(
+                    f"{closed[0]} is not traversable by other users (mode "
+                    f"{closed[0].stat().st_mode & 0o777:o}): put DEVSTACK_DIR elsewhere"
+                )
         directory.mkdir(parents=True, exist_ok=True)
         # Traversable by nginx's workers and the postgres user; the secrets stay private.
         directory.chmod(0o711)
@@ -156,6 +183,9 @@ class Stack:
         )
 
     def _start_all(self) -> None:
+        # Imported here: only bringing a stack up needs the cryptography package.
+        from devstack.ca import LocalCA
+
         config = self.config
         self.write_tokens()
         ca = LocalCA.create(config.ca_dir)
@@ -198,7 +228,9 @@ class Stack:
         if nginx is None:  # checked in up(); kept for the type checker
             raise StackError("nginx is missing")
         ingress = self.ingress()
-        config.pids["ingress"] = ingress.start(nginx, config.run_dir / "ingress.out")
+        master = ingress.start(nginx, config.run_dir / "ingress.out")
+        self._children[master.pid] = master
+        config.pids["ingress"] = master.pid
         config.save()
         self._wait_http(f"{config.ingress_url}/healthz", "ingress", verify=True)
         for node in config.node_ids:
@@ -223,7 +255,8 @@ class Stack:
         environment["PYTHONPATH"] = os.pathsep.join(
             [str(REPO_ROOT), *filter(None, [environment.get("PYTHONPATH")])]
         )
-        # Role processes configure agent_logging themselves; stray variables would win.
+        # Role processes configure agent_logging themselves: the caller's variables
+        # (identifiers, spool options) must not leak into them.
         for name_ in [n for n in environment if n.startswith("AGENT_LOGGING_")]:
             del environment[name_]
         (self.config.run_dir / f"{name}.ready").unlink(missing_ok=True)
@@ -237,6 +270,7 @@ class Stack:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self._children[process.pid] = process
         self.config.pids[name] = process.pid
         self.config.save()
         return process.pid
@@ -290,16 +324,33 @@ class Stack:
 
     def stop_process(self, name: str, sig: signal.Signals = signal.SIGTERM) -> None:
         """Signal a recorded process's group and wait for it (SIGKILL after 10 s)."""
-        pid = self.config.pids.pop(name, None)
-        if pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, sig)
-        if not _wait_dead(pid, _STOP_TIMEOUT_S):
+        self.stop_processes([name], sig)
+
+    def stop_processes(self, names: list[str], sig: signal.Signals = signal.SIGTERM) -> None:
+        """Signal recorded processes' groups at once, then wait for all of them; what is
+        still alive after 10 s gets SIGKILL."""
+        pids = [pid for name in names if (pid := self.config.pids.pop(name, None)) is not None]
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-            _wait_dead(pid, _STOP_TIMEOUT_S)
+                os.killpg(pid, sig)
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        for pid in pids:
+            if not self._wait_dead(pid, max(0.0, deadline - time.monotonic())):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                self._wait_dead(pid, _STOP_TIMEOUT_S)
         self.config.save()
+
+    def _wait_dead(self, pid: int, timeout_s: float) -> bool:
+        child = self._children.get(pid)
+        if child is None:
+            return _wait_dead(pid, timeout_s)
+        try:
+            child.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        del self._children[pid]
+        return True
 
     def drain(self, spool_dir: Path, timeout_s: float = 30.0) -> subprocess.CompletedProcess[str]:
         """``agent-logging drain`` for one spool directory (the gate before a reimage)."""
@@ -343,13 +394,10 @@ class Stack:
 
     def down(self, *, remove: bool = True) -> None:
         """Stop every process this stack started and (``remove``) delete its directory."""
-        order = [n for n in self.config.pids if n.startswith("node-agent-")]
-        order += ["ingress", "projector", "worker", "provider", "api"]
-        for name in order:
-            self.stop_process(name, signal.SIGQUIT if name == "ingress" else signal.SIGTERM)
+        # Everything at once: node agents and the API sit in 5 s long polls, and one by one
+        # their graceful stops would add up.
+        self.stop_processes([n for n in self.config.pids if n != "loki"])
         Cluster(self.config.pg_dir, Path(self.config.pg_bin), self.config.pg_port).stop()
         self.stop_process("loki")
-        for name in list(self.config.pids):
-            self.stop_process(name)
         if remove:
             shutil.rmtree(self.config.dir, ignore_errors=True)

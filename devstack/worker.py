@@ -25,102 +25,24 @@ import secrets
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
-import orjson
 import psycopg
 from psycopg import errors as pg_errors
 
 import agent_logging
-from agent_logging.integrations.httpx import event_hooks
 from devstack.config import StackConfig, configure_logging
 from devstack.database import connect, sql
 from devstack.errors import ProviderJobError, StaleTransitionError, TaskFailedError
+from devstack.jobs import JobsClient, classify_status
+from devstack.lifecycle import Allocation, log_transition, transition
 
 __all__ = ["Worker", "run"]
 
 _TICK_S: Final = 0.2
-_OK: Final = frozenset({"successful", "completed"})
-_FAILED: Final = frozenset({"failed", "error"})
-_CANCELED: Final = frozenset({"canceled", "stopped"})
 
 log = agent_logging.get_logger("devstack.worker")
-
-
-@dataclass
-class _Allocation:
-    id: str
-    node_id: str
-    provider: str
-    state: str
-    version: int
-    release_version: int | None
-    correlation_id: str | None
-    workflow_id: str | None
-    provision_job: str | None
-    job: str | None
-    task_id: int | None
-
-    COLUMNS = (
-        "id, node_id, provider, state, version, release_version, correlation_id, workflow_id, "
-        "provision_job, job, task_id"
-    )
-
-    @property
-    def ids(self) -> dict[str, str]:
-        found = {
-            "allocation_id": self.id,
-            "node_id": self.node_id,
-            "correlation_id": self.correlation_id,
-            "workflow_id": self.workflow_id,
-        }
-        return {key: value for key, value in found.items() if value}
-
-
-class ProviderClient:
-    """AAP- and EDA-style job APIs of the provider simulator, as the worker uses them."""
-
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=5.0, event_hooks=event_hooks())
-
-    def launch(self, provider: str, template: str) -> str:
-        """Launch ``template`` with the current identifiers as extra vars; ``aap:N``/``eda:N``."""
-        variables = agent_logging.payload()
-        if provider == "aap":
-            response = self.http.post(
-                f"/api/v2/job_templates/{template}/launch/", json={"extra_vars": variables}
-            )
-            response.raise_for_status()
-            return f"aap:{response.json()['job']}"
-        response = self.http.post(
-            "/api/eda/v1/activations/",
-            json={"name": f"{template}-{variables.get('allocation_id')}", "extra_var": variables},
-        )
-        response.raise_for_status()
-        return f"eda:{response.json()['id']}"
-
-    def job(self, ref: str) -> dict[str, Any]:
-        provider, _, number = ref.partition(":")
-        path = (
-            f"/api/v2/jobs/{number}/"
-            if provider == "aap"
-            else f"/api/eda/v1/activation-instances/{number}/"
-        )
-        response = self.http.get(path)
-        response.raise_for_status()
-        job: dict[str, Any] = response.json()
-        return job
-
-    def cancel(self, ref: str) -> None:
-        provider, _, number = ref.partition(":")
-        path = (
-            f"/api/v2/jobs/{number}/cancel/"
-            if provider == "aap"
-            else f"/api/eda/v1/activations/{number}/disable/"
-        )
-        self.http.post(path).raise_for_status()
 
 
 class Worker:
@@ -129,83 +51,13 @@ class Worker:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
         self.conn = connect(config.dsn, "workflow-worker")
-        self.provider = ProviderClient(config.provider_url)
+        self.jobs = JobsClient(config.provider_url)
         self._outbox_workflow: dict[int, str] = {}
         self._retry_at: dict[int, tuple[float, int]] = {}
 
-    # -- transitions -------------------------------------------------------------------------
-
-    def transition(
-        self,
-        cur: psycopg.Cursor[Any],
-        row: _Allocation,
-        to: str,
-        *,
-        occupancy: str | None = None,
-        version: int | None = None,
-        workflow_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Move ``row`` to ``to``; returns the record to log once the transaction commits.
-
-        Raises:
-            StaleTransitionError: the row is no longer in ``row.state`` (or ``version``).
-        """
-        workflow = workflow_id or row.workflow_id
-        guard = " AND version = %s" if version is not None else ""
-        params: list[Any] = [to, occupancy, workflow, row.id, row.state]
-        if version is not None:
-            params.append(version)
-        cur.execute(
-            sql(
-                "UPDATE allocations SET state = %s, version = version + 1, "  # noqa: S608 - guard is fixed text
-                "occupancy = coalesce(%s, occupancy), workflow_id = %s "
-                "WHERE id = %s AND state = %s" + guard + " RETURNING version"
-            ),
-            params,
-        )
-        if cur.fetchone() is None:
-            raise StaleTransitionError(
-                f"allocation {row.id}: {row.state} → {to} refused: the row changed since this "
-                "workflow step read it"
-            )
-        attributes = {"provider": row.provider, **({"occupancy": occupancy} if occupancy else {})}
-        cur.execute(
-            sql(
-                "INSERT INTO allocation_audit (entity_id, from_state, to_state, attributes, "
-                "allocation_id, workflow_id, node_id, correlation_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-            ),
-            (
-                row.id,
-                row.state,
-                to,
-                orjson.dumps(attributes).decode(),
-                row.id,
-                workflow,
-                row.node_id,
-                row.correlation_id,
-            ),
-        )
-        record = {
-            "entity_kind": "allocation",
-            "entity_id": row.id,
-            "state_from": row.state,
-            "state_to": to,
-            "provider": row.provider,
-            "workflow_id": workflow,
-        }
-        if occupancy:
-            record["occupancy"] = occupancy
-        return record
-
-    def _logged(self, record: dict[str, Any]) -> None:
-        failed = record["state_to"].endswith("_failed")
-        level = log.warning if failed else log.info
-        level("allocation state changed", **record)
-
-    def _move(self, row: _Allocation, to: str, **options: Any) -> None:
+    def _move(self, row: Allocation, to: str, **options: Any) -> None:
         with self.conn.transaction(), self.conn.cursor() as cur:
-            record = self.transition(cur, row, to, **options)
+            record = transition(cur, row, to, **options)
             occupancy = options.get("occupancy")
             if occupancy in ("free", "cleanup"):
                 cur.execute(
@@ -216,7 +68,7 @@ class Worker:
                     ),
                     (occupancy, occupancy, row.node_id),
                 )
-        self._logged(record)
+        log_transition(record)
 
     # -- the outbox --------------------------------------------------------------------------
 
@@ -250,7 +102,7 @@ class Worker:
                 self._retry_at.pop(outbox_id, None)
                 self._outbox_workflow.pop(outbox_id, None)
                 for record in records:
-                    self._logged(record)
+                    log_transition(record)
                 log.info(
                     "outbox row published",
                     entity_kind="outbox",
@@ -285,7 +137,7 @@ class Worker:
         return records
 
     def _handle(
-        self, cur: psycopg.Cursor[Any], kind: str, row: _Allocation, workflow: str
+        self, cur: psycopg.Cursor[Any], kind: str, row: Allocation, workflow: str
     ) -> list[dict[str, Any]]:
         if kind == "allocation.requested" and row.state == "requested":
             # The node is taken for the allocation first.
@@ -296,7 +148,7 @@ class Worker:
                 ),
                 (row.id, row.node_id),
             )
-            record = self.transition(cur, row, "provisioning", workflow_id=workflow)
+            record = transition(cur, row, "provisioning", workflow_id=workflow)
             cur.execute(
                 sql("UPDATE allocations SET provision_workflow_id = %s WHERE id = %s"),
                 (workflow, row.id),
@@ -309,7 +161,7 @@ class Worker:
                 sql("UPDATE nodes SET occupancy = 'releasing' WHERE node_id = %s"),
                 (row.node_id,),
             )
-            record = self.transition(cur, row, "releasing", workflow_id=workflow)
+            record = transition(cur, row, "releasing", workflow_id=workflow)
             cur.execute(
                 sql(
                     "UPDATE allocations SET job = NULL, task_id = NULL, release_version = version "
@@ -324,7 +176,7 @@ class Worker:
             "active",
             "provision_failed",
         ):
-            record = self.transition(cur, row, "deleting", workflow_id=workflow)
+            record = transition(cur, row, "deleting", workflow_id=workflow)
             cur.execute(
                 sql("UPDATE allocations SET job = NULL, task_id = NULL WHERE id = %s"), (row.id,)
             )
@@ -334,24 +186,24 @@ class Worker:
 
     # -- allocations in flight ---------------------------------------------------------------
 
-    def _row(self, cur: psycopg.Cursor[Any], allocation_id: str) -> _Allocation | None:
+    def _row(self, cur: psycopg.Cursor[Any], allocation_id: str) -> Allocation | None:
         cur.execute(
-            sql(f"SELECT {_Allocation.COLUMNS} FROM allocations WHERE id = %s"),  # noqa: S608 - fixed columns
+            sql(f"SELECT {Allocation.COLUMNS} FROM allocations WHERE id = %s"),  # noqa: S608 - fixed columns
             (allocation_id,),
         )
         found = cur.fetchone()
-        return _Allocation(*found) if found else None
+        return Allocation(*found) if found else None
 
     def advance_all(self) -> None:
         """One step for every allocation provisioning, releasing or deleting."""
         with self.conn.cursor() as cur:
             cur.execute(
                 sql(
-                    f"SELECT {_Allocation.COLUMNS} FROM allocations "  # noqa: S608 - fixed columns
+                    f"SELECT {Allocation.COLUMNS} FROM allocations "  # noqa: S608 - fixed columns
                     "WHERE state IN ('provisioning', 'releasing', 'deleting') ORDER BY created_at"
                 )
             )
-            rows = [_Allocation(*found) for found in cur.fetchall()]
+            rows = [Allocation(*found) for found in cur.fetchall()]
         for row in rows:
             with agent_logging.bound(**row.ids):
                 try:
@@ -361,7 +213,7 @@ class Worker:
                 except (httpx.HTTPError, psycopg.Error):
                     log.exception("workflow step failed; retrying", state=row.state)
 
-    def _set(self, row: _Allocation, column: str, value: Any) -> None:
+    def _set(self, row: Allocation, column: str, value: Any) -> None:
         if column not in ("job", "provision_job", "task_id"):
             raise ValueError(column)
         with self.conn.cursor() as cur:
@@ -370,30 +222,24 @@ class Worker:
                 (value, row.id),
             )
 
-    def _launch(self, row: _Allocation, template: str) -> None:
-        ref = self.provider.launch(row.provider, template)
+    def _launch(self, row: Allocation, template: str) -> None:
+        ref = self.jobs.launch(row.provider, template)
         if template == "provision":
             self._set(row, "provision_job", ref)
         self._set(row, "job", ref)
         log.info("provider job launched", job=ref, template=template, provider=row.provider)
 
-    def _job_outcome(self, row: _Allocation, ref: str) -> str:
-        """``active``, ``ok`` or ``failed``/``canceled`` (after logging why)."""
-        job = self.provider.job(ref)
-        status = str(job.get("status"))
-        if status in _OK:
-            return "ok"
-        if status in _FAILED or status in _CANCELED:
-            return "canceled" if status in _CANCELED else "failed"
-        return "active"
+    def _job_outcome(self, ref: str) -> str:
+        """``active``, ``ok``, ``failed`` or ``canceled``."""
+        return classify_status(str(self.jobs.job(ref).get("status")))
 
-    def _provider_failure(self, row: _Allocation, ref: str, outcome: str) -> None:
-        job = self.provider.job(ref)
+    def _provider_failure(self, row: Allocation, ref: str, outcome: str) -> None:
+        job = self.jobs.job(ref)
         explanation = job.get("job_explanation") or job.get("status_message") or "no explanation"
         error = ProviderJobError(f"provider job {ref} ended {job.get('status')}: {explanation}")
         log.error("provider job did not succeed", exc_info=error, job=ref, outcome=outcome)
 
-    def _queue_task(self, row: _Allocation, kind: str) -> None:
+    def _queue_task(self, row: Allocation, kind: str) -> None:
         with self.conn.cursor() as cur:
             cur.execute(
                 sql(
@@ -407,13 +253,13 @@ class Worker:
         self._set(row, "task_id", task_id)
         log.info("node task queued", task_id=task_id, task_kind=kind)
 
-    def _task_state(self, row: _Allocation) -> str:
+    def _task_state(self, row: Allocation) -> str:
         with self.conn.cursor() as cur:
             cur.execute(sql("SELECT state FROM tasks WHERE id = %s"), (row.task_id,))
             found = cur.fetchone()
         return str(found[0]) if found else "missing"
 
-    def advance(self, row: _Allocation) -> None:
+    def advance(self, row: Allocation) -> None:
         """One step of ``row``'s workflow."""
         if row.state == "provisioning":
             self._provisioning(row)
@@ -422,7 +268,7 @@ class Worker:
         elif row.state == "deleting":
             self._deleting(row)
 
-    def _provisioning(self, row: _Allocation) -> None:
+    def _provisioning(self, row: Allocation) -> None:
         # The provider job (the VM side) and the node's deploy task (the host side) run side
         # by side; the allocation is active when both succeeded.
         if row.job is None or row.task_id is None:
@@ -431,7 +277,7 @@ class Worker:
             if row.task_id is None:
                 self._queue_task(row, "deploy")
             return
-        outcome = self._job_outcome(row, row.job)
+        outcome = self._job_outcome(row.job)
         if outcome in ("failed", "canceled"):
             self._provider_failure(row, row.job, outcome)
             self._move(row, "provision_failed", occupancy="cleanup")
@@ -444,11 +290,11 @@ class Worker:
         elif task == "succeeded" and outcome == "ok":
             self._move(row, "active", occupancy="allocated")
 
-    def _releasing(self, row: _Allocation) -> None:
+    def _releasing(self, row: Allocation) -> None:
         if row.job is None:
             self._launch(row, "deprovision")
             return
-        outcome = self._job_outcome(row, row.job)
+        outcome = self._job_outcome(row.job)
         if outcome == "active":
             return
         if outcome != "ok":
@@ -472,17 +318,17 @@ class Worker:
             log.exception("release could not be completed")
             self._move(row, "release_failed", occupancy="cleanup")
 
-    def _deleting(self, row: _Allocation) -> None:
+    def _deleting(self, row: Allocation) -> None:
         if row.job is None:
             if row.provision_job is not None:
-                outcome = self._job_outcome(row, row.provision_job)
+                outcome = self._job_outcome(row.provision_job)
                 if outcome == "active":
                     log.info("canceling provider job: allocation deleted", job=row.provision_job)
-                    self.provider.cancel(row.provision_job)
+                    self.jobs.cancel(row.provision_job)
                     return
             self._launch(row, "deprovision")
             return
-        outcome = self._job_outcome(row, row.job)
+        outcome = self._job_outcome(row.job)
         if outcome == "active":
             return
         if outcome == "ok":

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the integration tests drive for real: PostgreSQL, nginx,
-# Chromium (the page test), Node.js (Grafana's LogQL grammar). Idempotent: skips what is
-# already installed.
+# Installs the Debian packages the integration tests drive for real: PostgreSQL and nginx (the
+# devstack's database and ingress), Chromium (the page test), Node.js (the LogQL grammar).
+# Idempotent: skips what is already installed.
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
-command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)   # Grafana's LogQL grammar
+[ -x /usr/bin/chromium ] || missing+=(chromium)             # the timeline page test
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi
@@ -17,9 +18,17 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The Debian package starts a cluster of its own; the tests start throwaway ones instead.
+# The Debian packages start services of their own (a cluster on 5432, nginx on port 80); the
+# tests start throwaway ones on free ports instead.
 if command -v pg_ctlcluster >/dev/null 2>&1; then
     for version in /usr/lib/postgresql/*; do
         pg_ctlcluster "$(basename "$version")" main stop >/dev/null 2>&1 || true
     done
+fi
+if [ -f /run/nginx.pid ]; then
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
+        systemctl stop nginx || true
+    else
+        nginx -s quit >/dev/null 2>&1 || true
+    fi
 fi
