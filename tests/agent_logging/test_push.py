@@ -465,3 +465,48 @@ def test_body_json_headers(gzip_json: bool, headers: dict[str, str]) -> None:
             {"stream": {"service_name": "a"}, "values": [["1000000001", "x", {"level": "info"}]]}
         ]
     }
+
+
+_ID_VALUES = st.sampled_from(["n-1", "n-2", "a-9", "wf-2", "c-1", "x" * 300, 'bad "id"', ""])
+_RECORDS = st.lists(
+    st.fixed_dictionaries(
+        {"event": st.text(max_size=40)},
+        optional={
+            "service": st.sampled_from(["api", "node-agent", ""]),
+            "layer": st.sampled_from(["api", "node"]),
+            "env": st.sampled_from(["prod", "dev"]),
+            "level": st.sampled_from(["info", "error"]),
+            "node_id": _ID_VALUES,
+            "allocation_id": _ID_VALUES,
+            "workflow_id": _ID_VALUES,
+            "trace_id": st.sampled_from(["4bf92f3577b34da6a3ce929d0e0e4736", "zz"]),
+            "tags": st.lists(st.text(max_size=5), max_size=3),
+        },
+    ),
+    max_size=20,
+)
+
+
+class _Spooled:
+    def __init__(self, ts_ns: int, payload: bytes) -> None:
+        self.ts_ns = ts_ns
+        self.payload = payload
+
+
+@given(_RECORDS, st.booleans())
+def test_the_batch_mapping_equals_one_mapping_per_record(
+    records: list[dict[str, Any]], node_id_label: bool
+) -> None:
+    spooled = [_Spooled(1_000 + n, orjson.dumps(r)) for n, r in enumerate(records)]
+    spooled.append(_Spooled(5, b"not json at all"))
+    defaults = {"service_name": "svc", "layer": "api", "env": "dev"}
+    batch = _push.entries_from_records(
+        spooled, node_id_label=node_id_label, default_labels=defaults
+    )
+    one_by_one = [
+        _push.entry_from_record(
+            r.ts_ns, r.payload, node_id_label=node_id_label, default_labels=defaults
+        )
+        for r in spooled
+    ]
+    assert batch == one_by_one
