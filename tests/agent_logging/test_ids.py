@@ -36,6 +36,7 @@ def test_acceptable_identifiers(key: str, value: str) -> None:
     [
         ("node_id", "", "is empty (leave an unknown identifier out instead)"),
         ("node_id", "a" * 257, "is 257 characters long; at most 256 are allowed"),
+        ("allocation_id", "a" * 10240, "is 10240 characters long; at most 256 are allowed"),
         (
             "allocation_id",
             "a-9'; DROP TABLE allocations; --",

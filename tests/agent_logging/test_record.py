@@ -346,3 +346,15 @@ def test_the_http_stack_logging_about_our_own_shipping_is_not_shipped(captured: 
         "the service's own record, even on this thread",
         "the service's own HTTP call",
     ]
+
+
+def test_a_10_kb_identifier_never_crashes_logging(captured: Capture) -> None:
+    sink = captured()
+    huge = "a" * 10240
+    with pytest.raises(agent_logging.InvalidIdentifierError, match="10240 characters long"):
+        agent_logging.bind(allocation_id=huge)
+    agent_logging.get_logger().info("claimed", allocation_id=huge)
+    record = sink.last()
+    assert "allocation_id" not in record
+    assert record["rejected_ids"]["allocation_id"]["reason"].startswith("is 10240 characters")
+    assert len(record["rejected_ids"]["allocation_id"]["value"]) == 300
