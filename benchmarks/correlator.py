@@ -39,8 +39,10 @@ import argparse
 import bisect
 import gc
 import heapq
+import itertools
 import json
 import multiprocessing
+import os
 import random
 import shutil
 import statistics
@@ -68,6 +70,9 @@ SPAN_NS: Final = 28 * _DAY
 LAYER_FILES: Final = ("ingress", "api", "workflow", "node", "db")
 SEED_KINDS: Final = ("allocation_id", "correlation_id", "workflow_id", "node_id")
 CHUNK_LINES: Final = 50_000  # correlator.ingest.BATCH_EVENTS
+#: Parse-only and one-process ingest are measured on at most this many lines (their rate
+#: does not depend on the store's size; the full ingest is measured with workers).
+SAMPLE_LINES: Final = 1_000_000
 RESULTS: Final = REPO_ROOT / "benchmarks" / "RESULTS.md"
 SECTION: Final = "## correlator"
 
@@ -374,7 +379,7 @@ class _Generator:
         provider = "aap" if rng.random() < 0.6 else "eda"
         ids = {"allocation_id": allocation, "workflow_id": workflow, "node_id": node}
         correlations = []
-        for before, after in zip(states, states[1:], strict=False):
+        for before, after in itertools.pairwise(states):
             failing = failure is not None and after == states[-1]
             to_state = f"{kind}_failed" if failing else after
             self._record(
@@ -646,43 +651,63 @@ def generate(directory: Path, events: int, seed: int, *, processes: int = 2) -> 
 # -- measurement -----------------------------------------------------------------------------
 
 
-def _chunks(paths: Sequence[Path]) -> Iterator[tuple[Path, list[bytes]]]:
+def _sample(paths: Sequence[Path], limit: int) -> Iterator[bytes]:
+    """The first ``limit`` lines of the files, file after file."""
     from correlator.ingest import read_lines
 
-    for path in paths:
-        with path.open("rb") as handle:
-            chunk: list[bytes] = []
-            for line in read_lines(handle):
-                chunk.append(line)
-                if len(chunk) >= CHUNK_LINES:
-                    yield path, chunk
-                    chunk = []
-            if chunk:
-                yield path, chunk
+    def lines() -> Iterator[bytes]:
+        for path in paths:
+            with path.open("rb") as handle:
+                yield from read_lines(handle)
+
+    return itertools.islice(lines(), limit)
 
 
-def measure_parse(paths: Sequence[Path]) -> dict[str, float]:
-    """Parse only: the adapter's columnar path over the ingest's chunks, nothing stored."""
+def _chunked(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
+    while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+        yield chunk
+
+
+def measure_parse(paths: Sequence[Path], limit: int) -> dict[str, float]:
+    """Parse only: the adapter's columnar path over the ingest's 50,000-line batches."""
     from correlator.sources.ndjson import parse_columns
 
     rows = rejects = 0
     started = time.perf_counter()
-    for path, chunk in _chunks(paths):
-        columns, rejected = parse_columns(chunk, str(path), source="agent")
+    for chunk in _chunked(_sample(paths, limit)):
+        columns, rejected = parse_columns(chunk, "sample", source="agent", start_line=1)
         rows += len(columns["ts_ns"])
         rejects += len(rejected)
     elapsed = time.perf_counter() - started
     return {"events": rows, "rejects": rejects, "seconds": elapsed, "events_per_s": rows / elapsed}
 
 
-def measure_ingest(paths: Sequence[Path], db: Path) -> dict[str, float]:
-    """``ingest_paths`` into a fresh on-disk store, closed (checkpointed) at the end."""
+def measure_ingest_one(paths: Sequence[Path], db: Path, limit: int) -> dict[str, float]:
+    """``ingest_lines`` of the same lines in one process into a fresh store, closed at the end
+    (parse + insert, what ``correlator ingest`` does today)."""
+    from correlator.ingest import ingest_lines
+    from correlator.store import Store
+
+    started = time.perf_counter()
+    with Store(db) as store:
+        result = ingest_lines(store, "agent", _sample(paths, limit), "sample")
+    elapsed = time.perf_counter() - started
+    return {
+        "events": result.accepted,
+        "seconds": elapsed,
+        "events_per_s": result.accepted / elapsed,
+    }
+
+
+def measure_ingest(paths: Sequence[Path], db: Path, workers: int) -> dict[str, float]:
+    """``ingest_paths(store, "agent", files, workers=...)`` into a fresh store, closed
+    (checkpointed) at the end: the store the queries then read."""
     from correlator.ingest import ingest_paths
     from correlator.store import Store
 
     started = time.perf_counter()
     with Store(db) as store:
-        result = ingest_paths(store, "agent", list(paths))
+        result = ingest_paths(store, "agent", list(paths), workers=workers)
     elapsed = time.perf_counter() - started
     return {
         "events": result.accepted,
@@ -710,7 +735,8 @@ def _percentile(values: Sequence[float], q: float) -> float:
 def measure_timelines(
     db: Path, seeds: Sequence[tuple[str, str]], *, profile: bool = False
 ) -> dict[str, Any]:
-    """``timeline_for`` per seed on the built store (read-only, as ``serve`` readers are)."""
+    """``timeline_for`` per seed on the built store, opened read-only as the CLI does; the
+    first query in the process (it also reads or computes the link cardinalities) apart."""
     from correlator import incident
     from correlator.store import Store
 
@@ -718,10 +744,6 @@ def measure_timelines(
     sizes: dict[str, list[int]] = {k: [] for k in SEED_KINDS}
     truncated = 0
     with Store(db, read_only=True) as store:
-        started = time.perf_counter()
-        store.cardinalities()
-        cardinalities_s = time.perf_counter() - started
-        store._cardinality = None  # noqa: SLF001 - the first query pays it again, as in serve
         started = time.perf_counter()
         first = incident.timeline_for(store, *seeds[0])
         first_s = time.perf_counter() - started
@@ -743,6 +765,10 @@ def measure_timelines(
 
             profiler.disable()
             pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+        # What the first query would pay without the stored table (a scan per identifier pair).
+        started = time.perf_counter()
+        store._compute_cardinalities()
+        cardinalities_s = time.perf_counter() - started
     warm = [s for values in per_kind.values() for s in values]
     return {
         "first_s": first_s,
@@ -756,7 +782,9 @@ def measure_timelines(
         "truncated": truncated,
         "by_kind": {
             k: {
+                "queries": len(v),
                 "p50_s": _percentile(v, 0.5),
+                "p95_s": _percentile(v, 0.95),
                 "max_s": max(v),
                 "events_p50": int(statistics.median(sizes[k])),
                 "events_max": max(sizes[k]),
@@ -768,9 +796,9 @@ def measure_timelines(
 
 
 def run_size(
-    events: int, queries: int, seed: int, workdir: Path, *, profile: bool = False
+    events: int, queries: int, seed: int, workdir: Path, *, workers: int, profile: bool = False
 ) -> dict[str, Any]:
-    """Generate, parse, ingest and query one size; the files and the store are removed."""
+    """Generate, parse, ingest and query one size; the files and the stores are removed."""
     directory = workdir / f"n{events}"
     directory.mkdir(parents=True)
     started = time.perf_counter()
@@ -781,16 +809,21 @@ def run_size(
         f"{fleet.nodes} nodes, busy ones ~{fleet.allocations_per_busy_node:.0f} allocations) "
         f"in {generate_s:.0f} s"
     )
-    parse = measure_parse(fleet.files)
-    _say(f"{events:,}: parse only {parse['events_per_s']:,.0f} events/s")
+    sample = min(fleet.events, SAMPLE_LINES)
+    parse = measure_parse(fleet.files, sample)
+    _say(f"{events:,}: parse only {parse['events_per_s']:,.0f} events/s ({sample:,} lines)")
+    one = measure_ingest_one(fleet.files, directory / "one.duckdb", sample)
+    _say(f"{events:,}: ingest, 1 process {one['events_per_s']:,.0f} events/s ({sample:,} lines)")
+    (directory / "one.duckdb").unlink()
     db = directory / "evidence.duckdb"
-    ingest = measure_ingest(fleet.files, db)
-    _say(f"{events:,}: ingest {ingest['events_per_s']:,.0f} events/s")
+    ingest = measure_ingest(fleet.files, db, workers)
+    _say(f"{events:,}: ingest, {workers} workers {ingest['events_per_s']:,.0f} events/s")
     for path in fleet.files:
         path.unlink()
     timelines = measure_timelines(db, _seeds(fleet, queries, random.Random(seed)), profile=profile)
     _say(
-        f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, p95 {timelines['p95_s'] * 1000:.0f} ms"
+        f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, "
+        f"p95 {timelines['p95_s'] * 1000:.0f} ms"
     )
     shutil.rmtree(directory)
     return {
@@ -804,7 +837,9 @@ def run_size(
         "layers": dict(fleet.layers),
         "generate_s": generate_s,
         "parse": parse,
+        "ingest_one": one,
         "ingest": ingest,
+        "workers": workers,
         "timeline": timelines,
         "rss_kib": rss_kib(),
     }
@@ -819,17 +854,21 @@ def _say(text: str) -> None:
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The figures as a Markdown table."""
+    workers = rows[0]["workers"] if rows else 2
     lines = [
-        "| events | parse only ev/s | ingest ev/s | ingest s | DB MiB "
-        "| first query ms | timeline p50 ms | p95 ms | max ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| events | parse only ev/s | ingest 1 process ev/s "
+        f"| ingest {workers} workers ev/s | ingest s | DB MiB "
+        "| first query ms | cardinalities s | timeline p50 ms | p95 ms | max ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         t = row["timeline"]
         lines.append(
             f"| {row['events']:,} | {row['parse']['events_per_s']:,.0f} "
+            f"| {row['ingest_one']['events_per_s']:,.0f} "
             f"| {row['ingest']['events_per_s']:,.0f} | {row['ingest']['seconds']:.1f} "
             f"| {row['ingest']['db_mib']:,.0f} | {t['first_s'] * 1000:,.0f} "
+            f"| {t['cardinalities_s']:.1f} "
             f"| {t['p50_s'] * 1000:,.0f} | {t['p95_s'] * 1000:,.0f} | {t['max_s'] * 1000:,.0f} |"
         )
     return "\n".join(lines)
@@ -838,20 +877,22 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 def kinds_table(rows: Sequence[dict[str, Any]]) -> str:
     """Timeline latency by seed kind, with how many events the answers held."""
     lines = [
-        "| events | seed kind | p50 ms | max ms | events in answer p50 / max |",
-        "|---:|---|---:|---:|---:|",
+        "| events | seed kind | queries | p50 ms | p95 ms | max ms | events in answer p50 / max |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         for kind, k in row["timeline"]["by_kind"].items():
             lines.append(
-                f"| {row['events']:,} | {kind} | {k['p50_s'] * 1000:,.0f} "
-                f"| {k['max_s'] * 1000:,.0f} | {k['events_p50']:,} / {k['events_max']:,} |"
+                f"| {row['events']:,} | {kind} | {k['queries']} | {k['p50_s'] * 1000:,.0f} "
+                f"| {k['p95_s'] * 1000:,.0f} | {k['max_s'] * 1000:,.0f} "
+                f"| {k['events_p50']:,} / {k['events_max']:,} |"
             )
     return "\n".join(lines)
 
 
 def record(section: str) -> None:
-    """Replace (or append) the ``## correlator`` section of RESULTS.md, nothing else."""
+    """Replace (or append) the ``## correlator`` section of RESULTS.md, nothing else: the
+    file is read right before it is written, other sections are kept as they are."""
     text = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n"
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
@@ -859,8 +900,7 @@ def record(section: str) -> None:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n", "utf-8")
         return
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    tail = "".join(lines[end:])
-    head = "".join(lines[:start])
+    head, tail = "".join(lines[:start]), "".join(lines[end:])
     RESULTS.write_text(head + section.rstrip("\n") + "\n" + ("\n" + tail if tail else ""), "utf-8")
 
 
@@ -869,21 +909,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1e5,1e6,1e7", help="store sizes, comma-separated")
     parser.add_argument("--queries", type=int, default=50, help="timeline queries per size")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="parse workers of the ingest")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--profile", action="store_true", help="cProfile the warm queries")
     parser.add_argument("--record", action="store_true", help="write the section of RESULTS.md")
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     note = machine_note()
-    command = "python -m benchmarks.correlator " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--record"
-    )
+    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--record"]
+    command = " ".join(["python -m benchmarks.correlator", *shown])
     started = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory(prefix="correlator-bench-") as workdir:
         for size in sizes:
             rows.append(
-                run_size(size, args.queries, args.seed, Path(workdir), profile=args.profile)
+                run_size(
+                    size,
+                    args.queries,
+                    args.seed,
+                    Path(workdir),
+                    workers=args.workers,
+                    profile=args.profile,
+                )
             )
     total_s = time.perf_counter() - started
     if args.json:
@@ -892,10 +939,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(rows))
         print()
         print(kinds_table(rows))
-        print(f"\n{note}; {total_s:.0f} s in all")
+        print(f"\n{note}; load average at the end {_load()}; {total_s:.0f} s in all")
     if args.record:
-        record(_section(command.strip(), note, rows, total_s))
+        record(_section(command, note, rows, total_s))
     return 0
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _section(command: str, note: str, rows: Sequence[dict[str, Any]], total_s: float) -> str:
@@ -903,7 +954,8 @@ def _section(command: str, note: str, rows: Sequence[dict[str, Any]], total_s: f
         [
             SECTION,
             "",
-            f"`{command}` — {time.strftime('%Y-%m-%d')}, {note}; {total_s:.0f} s in all.",
+            f"`{command}` — {time.strftime('%Y-%m-%d')}, {note}; load average at the end "
+            f"{_load()}; {total_s:.0f} s in all.",
             "",
             table(rows),
             "",

@@ -8,12 +8,15 @@ independent connections to the same database); the writer is serialised by a loc
 The store keeps nothing that cannot be rebuilt from its sources: deleting the file and
 re-ingesting gives the same answers.
 
-What keeps a timeline fast at 10^7 events (``benchmarks/correlator.py``): an ART index per
-identifier column (a timeline is some twenty lookups of one identifier value each; a full scan
-costs ~80 ms per lookup at 10^6 events on a 2-core machine, an index lookup a few ms); no
-``OR`` across identifier columns (DuckDB cannot use an index for it, so ``events_matching``
-is a ``UNION ALL`` of one indexed branch per identifier kind); the link cardinalities kept
-in a table of their own, so a process that opens the store only to answer one question (the
+What keeps a timeline fast at 10^7 events (``benchmarks/correlator.py``, figures in
+``benchmarks/RESULTS.md``): an ART index per identifier column, created with the table (a
+timeline is some twenty lookups of one identifier value each: a full scan costs ~80 ms per
+lookup at 10^6 events on a 2-core machine, an index lookup 1-3 ms; keeping the indexes costs
+~2.5 µs of CPU per inserted event). DuckDB uses an index only when the indexed column holds
+the scan's one filter and at most ``index_scan_max_count`` rows match, so the queries below
+keep the other conditions out of the scan: no ``OR`` across identifier columns (a ``UNION``
+of one branch per kind), time windows applied after the lookup. The link cardinalities are
+kept in a table of their own, so a process that opens the store to answer one question (the
 CLI) does not rescan every event first. Ingest runs as one transaction per input
 (:meth:`Store.bulk`): DuckDB then writes full row groups straight to the file instead of
 logging every row to the WAL and writing it again at the checkpoint.
@@ -32,6 +35,7 @@ from typing import Any, Final
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from correlator.errors import QueryError, SourceError
 from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event, Reject
@@ -232,18 +236,25 @@ class Store:
         staged = table.num_rows
         if staged == 0:
             return IngestResult()
+        # A batch rarely repeats a line: only then is the window that keeps one copy needed
+        # (it costs a quarter of the insert; the anti-join against what is stored is cheap).
+        if pc.count_distinct(table.column("hash")).as_py() == staged:
+            sql = (
+                f"INSERT INTO events ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM staged_events s "  # noqa: S608 - column names come from EVENT_COLUMNS
+                "WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)"
+            )
+        else:
+            sql = f"""
+                INSERT INTO events ({_COLUMN_LIST})
+                SELECT {_COLUMN_LIST} FROM (
+                    SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
+                ) AS s
+                WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
+                """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
         with self._writer() as cursor:
             cursor.register("staged_events", table)
             try:
-                row = cursor.execute(
-                    f"""
-                    INSERT INTO events ({_COLUMN_LIST})
-                    SELECT {_COLUMN_LIST} FROM (
-                        SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
-                    ) AS s
-                    WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
-                    """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
-                ).fetchone()
+                row = cursor.execute(sql).fetchone()
             finally:
                 cursor.unregister("staged_events")
         inserted = int(row[0]) if row else 0
