@@ -162,3 +162,22 @@ def test_linking_in_place_makes_the_cardinalities_stale(filled: Store) -> None:
     assert filled.set_links([linked]) == 1
     assert filled._stored_cardinalities(len(EVENTS)) is None
     assert filled.cardinalities()[("correlation_id", "node_id")] == (1, 1)
+
+
+def test_clustering_keeps_every_event_and_the_indexes(filled: Store) -> None:
+    before = filled.events_matching({"node_id": ["n-17"], "allocation_id": ["a-9", "a-10"]})
+    filled.cluster()
+    assert filled.count() == len(EVENTS)
+    assert filled.events_matching({"node_id": ["n-17"], "allocation_id": ["a-9", "a-10"]}) == (
+        before
+    )
+    indexes = filled.cursor().execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1")
+    assert [row[0] for row in indexes.fetchall()] == [
+        "events_allocation_id",
+        "events_correlation_id",
+        "events_node_id",
+        "events_node_instance_id",
+        "events_workflow_id",
+    ]
+    first = filled.cursor().execute("SELECT node_id FROM events LIMIT 2").fetchall()
+    assert first == [("n-17",), ("n-17",)]
