@@ -1,4 +1,8 @@
-"""``python -m correlator``: the same as the ``correlator`` command."""
+"""``python -m correlator``: the same as the ``correlator`` command.
+
+The guard matters: ``correlator ingest`` parses large files in ``spawn``ed worker processes,
+which re-import this module.
+"""
 
 from __future__ import annotations
 
@@ -6,4 +10,5 @@ import sys
 
 from correlator.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -94,7 +94,9 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
         large = sum(p.stat().st_size for p in paths if p.exists()) > 8 * 1024 * 1024
         progress = _progress_factory(sys.stderr.isatty() and large and not args.quiet)
         try:
-            result = ingest_paths(store, args.source, paths, progress=progress)
+            result = ingest_paths(
+                store, args.source, paths, progress=progress, workers=_workers(args.workers)
+            )
         finally:
             if progress is not None:
                 progress.stop()
@@ -102,6 +104,16 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
             result.add(ingest_lines(store, args.source, read_lines(sys.stdin.buffer), "stdin"))
     print(_summary(result, time.perf_counter() - started), file=sys.stderr)
     return 0
+
+
+def _workers(requested: int | None) -> int:
+    from correlator.ingest import MAX_WORKERS
+
+    if requested is None:
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    if requested < 1:
+        raise QueryError(f"--workers must be 1 or more, not {requested}")
+    return requested
 
 
 def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
@@ -252,6 +264,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes that parse files of 64 MiB or more (default: one per core, at most 4;"
+        " 1 parses in this process)",
+    )
     ingest.add_argument("--query", help="LogQL (with --source loki)")
     ingest.add_argument("--since", help="how far back (with --source loki), e.g. 1h")
     ingest.add_argument("--from", dest="from_", help="window start: RFC 3339, ns, or now-1h")

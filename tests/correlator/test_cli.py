@@ -9,6 +9,7 @@ import pytest
 
 from correlator import demo
 from correlator.cli import main
+from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
 
 RECORDS = [
@@ -56,6 +57,38 @@ def test_ingest_prints_a_summary_and_is_idempotent(
     assert first.startswith("accepted 2, duplicate 0, rejected 2 in ")
     assert main(["--db", db, "ingest", "--source", "agent", str(evidence)]) == 0
     assert capsys.readouterr().err.startswith("accepted 0, duplicate 2, rejected 2 in ")
+
+
+@pytest.mark.integration
+def test_ingest_parses_large_files_in_worker_processes(
+    tmp_path: Path,
+    evidence: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file is "large"
+    pooled, alone = str(tmp_path / "pooled.duckdb"), str(tmp_path / "alone.duckdb")
+    assert (
+        main(["--db", pooled, "ingest", "--source", "agent", "--workers", "2", str(evidence)]) == 0
+    )
+    assert capsys.readouterr().err.startswith("accepted 2, duplicate 0, rejected 2 in ")
+    assert (
+        main(["--db", alone, "ingest", "--source", "agent", "--workers", "1", str(evidence)]) == 0
+    )
+    capsys.readouterr()
+    rows = []
+    for db in (pooled, alone):
+        with Store(db, read_only=True) as store:
+            rows.append(store.cursor().execute("SELECT * FROM events ORDER BY hash").fetchall())
+    assert rows[0] == rows[1] and len(rows[0]) == 2
+
+
+def test_ingest_refuses_zero_workers(
+    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "agent", "--workers", "0", str(evidence)]) == 2
+    assert "--workers must be 1 or more, not 0" in capsys.readouterr().err
 
 
 def test_timeline_json_and_html(
