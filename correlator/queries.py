@@ -11,26 +11,44 @@ from correlator.store import Store
 
 __all__ = ["findings", "latency", "log_findings", "parse_duration_s", "parse_time_ns"]
 
-_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+# Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
+# --since accept: units largest first, each at most once, integers only.
+_DURATION: Final = re.compile(
+    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?", re.ASCII
+)
+_UNIT_S: Final = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
+# A window longer than int64 nanoseconds cannot be asked of Loki or stored (~292 years).
+_MAX_DURATION_S: Final = (2**63 - 1) / 1e9
 
 
 def parse_duration_s(text: str) -> float:
-    """``90s``, ``15m``, ``2h``, ``1h30m``, ``7d`` to seconds (Prometheus/Loki syntax).
+    """Parse a duration in Prometheus/Loki syntax (``--since``, ``now-15m``).
+
+    Args:
+        text: e.g. ``15m``, ``2h``, ``1d``, ``90s``, ``1h30m``, ``500ms``, ``1w``, ``1y``
+            (units ``y w d h m s ms``, largest first, each at most once, integers only).
+
+    Returns:
+        The duration in seconds.
 
     Raises:
-        QueryError: not a duration.
+        QueryError: the text is not such a duration, or is zero, or longer than int64
+            nanoseconds can express.
     """
-    text = text.strip()
-    position, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
-    if not text or position != len(text):
-        raise QueryError(f"{text!r} is not a duration: use e.g. 90s, 15m, 2h, 1h30m, 7d")
-    return total
+    match = _DURATION.fullmatch(text) if isinstance(text, str) and text else None
+    if match is None or not any(match.groups()):
+        raise QueryError(
+            f"{text!r} is not a duration: use integers with units y, w, d, h, m, s, ms, "
+            "largest first, e.g. 15m, 2h, 1d or 1h30m"
+        )
+    seconds = sum(
+        int(amount) * unit for amount, unit in zip(match.groups(), _UNIT_S, strict=True) if amount
+    )
+    if seconds <= 0:
+        raise QueryError(f"duration {text!r} is zero; the window would hold nothing")
+    if seconds > _MAX_DURATION_S:
+        raise QueryError(f"duration {text!r} is longer than Loki can express (about 292 years)")
+    return seconds
 
 
 def parse_time_ns(text: str) -> int:

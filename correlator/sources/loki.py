@@ -24,7 +24,6 @@ query (``| json`` adds parsed ones).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -35,21 +34,13 @@ from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
 from correlator.sources.ndjson import hasher, normalise_level, record_row, take_id
 
-__all__ = ["MAX_PAGE_LIMIT", "fetch", "parse_duration"]
+__all__ = ["MAX_PAGE_LIMIT", "fetch"]
 
 _SOURCE: Final = "loki"
 
 #: Loki's default ``max_entries_limit_per_query``.
 MAX_PAGE_LIMIT: Final = DEFAULT_QUERY_LIMIT
 
-# Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
-# --since accept: units largest first, each at most once, integers only.
-_DURATION: Final = re.compile(
-    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?", re.ASCII
-)
-_UNIT_S: Final = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
-# A window longer than int64 nanoseconds cannot be asked of Loki (~292 years).
-_MAX_DURATION_S: Final = (2**63 - 1) / 1e9
 _MAX_MESSAGE_CHARS: Final = 1000
 _LABELS_TAKEN: Final = frozenset(
     {
@@ -75,36 +66,6 @@ _ID_LABELS: Final = (
     "trace_id",
     "span_id",
 )
-
-
-def parse_duration(text: str) -> float:
-    """Parse a ``--since`` duration in Prometheus/Loki syntax.
-
-    Args:
-        text: e.g. ``15m``, ``2h``, ``1d``, ``90s``, ``1h30m``, ``500ms``, ``1w``, ``1y``
-            (units ``y w d h m s ms``, largest first, each at most once, integers only).
-
-    Returns:
-        The duration in seconds.
-
-    Raises:
-        QueryError: the text is not such a duration, or is zero, or longer than Loki can
-            express in nanoseconds.
-    """
-    match = _DURATION.fullmatch(text) if isinstance(text, str) and text else None
-    if match is None or not any(match.groups()):
-        raise QueryError(
-            f"{text!r} is not a duration: use integers with units y, w, d, h, m, s, ms, "
-            "largest first, e.g. 15m, 2h, 1d or 1h30m"
-        )
-    seconds = sum(
-        int(amount) * unit for amount, unit in zip(match.groups(), _UNIT_S, strict=True) if amount
-    )
-    if seconds <= 0:
-        raise QueryError(f"duration {text!r} is zero; the window would hold nothing")
-    if seconds > _MAX_DURATION_S:
-        raise QueryError(f"duration {text!r} is longer than Loki can express (about 292 years)")
-    return seconds
 
 
 def fetch(

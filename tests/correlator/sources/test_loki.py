@@ -1,8 +1,7 @@
-"""The loki source: durations, entry mapping, paging, and queries built from hostile ids."""
+"""The loki source: entry mapping, paging, and queries built from hostile ids."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import uuid
@@ -12,82 +11,16 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from agent_logging._loki_client import LokiClient
 from agent_logging._push import PushEntry, entry_from_record
 from correlator.errors import QueryError, SourceError
 from correlator.logql import query_for, selector
 from correlator.model import Event, Reject, content_hash
-from correlator.sources.loki import fetch, parse_duration
+from correlator.sources.loki import fetch
 
 T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
-
-# -- durations ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("15m", 900.0),
-        ("2h", 7200.0),
-        ("1d", 86400.0),
-        ("90s", 90.0),
-        ("1h30m", 5400.0),
-        ("500ms", 0.5),
-        ("1w", 604800.0),
-        ("1y", 31536000.0),
-        ("1d2h3m4s5ms", 93784.005),
-    ],
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("", "'' is not a duration"),
-        ("1.5h", "'1.5h' is not a duration: use integers with units y, w, d, h, m, s, ms"),
-        ("30m1h", "'30m1h' is not a duration"),
-        ("15 m", "is not a duration"),
-        ("-5m", "is not a duration"),
-        ("5", "is not a duration"),
-        ("1x", "is not a duration"),
-        ("0s", "duration '0s' is zero"),
-        ("300y", "longer than Loki can express"),
-    ],
-)
-def test_parse_duration_refuses(text: str, message: str) -> None:
-    with pytest.raises(QueryError, match=message.replace("(", r"\(")):
-        parse_duration(text)
-
-
-UNITS = ("y", "w", "d", "h", "m", "s", "ms")
-FACTORS = (31536000, 604800, 86400, 3600, 60, 1, 0.001)
-
-
-@given(
-    st.lists(st.integers(0, 99), min_size=7, max_size=7),
-    st.lists(st.booleans(), min_size=7, max_size=7),
-)
-def test_parse_duration_sums_its_parts(amounts: list[int], present: list[bool]) -> None:
-    text = "".join(f"{a}{u}" for a, u, p in zip(amounts, UNITS, present, strict=True) if p)
-    expected = sum(a * f for a, f, p in zip(amounts, FACTORS, present, strict=True) if p)
-    if expected <= 0:
-        with pytest.raises(QueryError):
-            parse_duration(text)
-    else:
-        assert parse_duration(text) == pytest.approx(expected)
-
-
-@given(st.text(max_size=12))
-def test_parse_duration_raises_only_query_errors(text: str) -> None:
-    with contextlib.suppress(QueryError):
-        assert parse_duration(text) > 0
-
 
 # -- mapping entries (a mock Loki) ------------------------------------------------------------
 
