@@ -54,6 +54,30 @@ class _Writer:
     def json(self, name: str, record: dict[str, Any]) -> None:
         self.line(name, orjson.dumps(record).decode())
 
+    def transition(
+        self,
+        ts_ns: int,
+        allocation: str,
+        states: tuple[str | None, str],
+        attributes: dict[str, str],
+        **ids: str,
+    ) -> None:
+        """One allocation state transition, as the workflow worker records it."""
+        self.json(
+            "workflow.ndjson",
+            {
+                "ts": rfc3339_ns(ts_ns),
+                "entity_kind": "allocation",
+                "entity_id": allocation,
+                "from": states[0],
+                "to": states[1],
+                "attributes": attributes,
+                "allocation_id": allocation,
+                **ids,
+                "service": "workflow-worker",
+            },
+        )
+
 
 def _record(
     ts_ns: int, service: str, layer: str, event: str, level: str = "info", **fields: Any
@@ -179,36 +203,22 @@ def _healthy(
     }[provider]
     provision_s, release_s = phases
     t = start_ns
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": None,
-            "to": "requested",
-            "attributes": {"provider": provider},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t,
+        allocation,
+        (None, "requested"),
+        {"provider": provider},
+        workflow_id=workflow,
+        node_id=node,
     )
     t += int(2 * _S)
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "requested",
-            "to": "provisioning",
-            "attributes": {"provider": provider},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t,
+        allocation,
+        ("requested", "provisioning"),
+        {"provider": provider},
+        workflow_id=workflow,
+        node_id=node,
     )
     w.json(
         "postgres.json",
@@ -265,54 +275,33 @@ def _healthy(
         ),
     )
     t += int(provision_s * _S)
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "provisioning",
-            "to": "active",
-            "attributes": {"provider": provider, "occupancy": "tenant"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t,
+        allocation,
+        ("provisioning", "active"),
+        {"provider": provider, "occupancy": "tenant"},
+        workflow_id=workflow,
+        node_id=node,
     )
     if rng.random() < 0.5:
         release = f"wf-{allocation}-release"
         t += int(rng.uniform(600, 1800) * _S)
-        w.json(
-            "workflow.ndjson",
-            {
-                "ts": rfc3339_ns(t),
-                "entity_kind": "allocation",
-                "entity_id": allocation,
-                "from": "active",
-                "to": "releasing",
-                "attributes": {"provider": provider},
-                "allocation_id": allocation,
-                "workflow_id": release,
-                "node_id": node,
-                "service": "workflow-worker",
-            },
+        w.transition(
+            t,
+            allocation,
+            ("active", "releasing"),
+            {"provider": provider},
+            workflow_id=release,
+            node_id=node,
         )
         t += int(release_s * _S)
-        w.json(
-            "workflow.ndjson",
-            {
-                "ts": rfc3339_ns(t),
-                "entity_kind": "allocation",
-                "entity_id": allocation,
-                "from": "releasing",
-                "to": "released",
-                "attributes": {"provider": provider, "occupancy": "free"},
-                "allocation_id": allocation,
-                "workflow_id": release,
-                "node_id": node,
-                "service": "workflow-worker",
-            },
+        w.transition(
+            t,
+            allocation,
+            ("releasing", "released"),
+            {"provider": provider, "occupancy": "free"},
+            workflow_id=release,
+            node_id=node,
         )
 
 
@@ -426,21 +415,14 @@ def _failing(w: _Writer, rng: random.Random, t: int) -> None:
     correlation = _request(
         w, rng, t, method="POST", path=f"/v1/allocations/{allocation}", status=202, ids=dict(ids)
     )
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t + 1 * _S),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "requested",
-            "to": "provisioning",
-            "attributes": {"provider": "aap"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "correlation_id": correlation,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t + 1 * _S,
+        allocation,
+        ("requested", "provisioning"),
+        {"provider": "aap"},
+        workflow_id=workflow,
+        node_id=node,
+        correlation_id=correlation,
     )
     w.json(
         "agent.ndjson",
@@ -507,21 +489,14 @@ def _failing(w: _Writer, rng: random.Random, t: int) -> None:
             error=error,
         ),
     )
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t + int(2.4 * _S)),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "provisioning",
-            "to": "provision_failed",
-            "attributes": {"provider": "aap", "reason": "deploy step failed"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "correlation_id": correlation,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t + int(2.4 * _S),
+        allocation,
+        ("provisioning", "provision_failed"),
+        {"provider": "aap", "reason": "deploy step failed"},
+        workflow_id=workflow,
+        node_id=node,
+        correlation_id=correlation,
     )
     w.json(
         "postgres.json",
@@ -576,20 +551,13 @@ def _stuck(w: _Writer, rng: random.Random, t: int) -> None:
     allocation, node = STUCK_ALLOCATION, "n-22"
     workflow = f"wf-{allocation}-release"
     _healthy(w, rng, t - 5 * 3600 * _S, allocation, node, "ni-9", "aap", 4590)
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "active",
-            "to": "releasing",
-            "attributes": {"provider": "aap"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t,
+        allocation,
+        ("active", "releasing"),
+        {"provider": "aap"},
+        workflow_id=workflow,
+        node_id=node,
     )
     w.json(
         "agent.ndjson",
@@ -612,40 +580,26 @@ def _stuck(w: _Writer, rng: random.Random, t: int) -> None:
             },
         ),
     )
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t + 45 * _S),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "releasing",
-            "to": "release_failed",
-            "attributes": {"provider": "aap", "occupancy": "cleanup"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t + 45 * _S,
+        allocation,
+        ("releasing", "release_failed"),
+        {"provider": "aap", "occupancy": "cleanup"},
+        workflow_id=workflow,
+        node_id=node,
     )
 
 
 def _drifting(w: _Writer, rng: random.Random, t: int, now_ns: int) -> None:
     allocation, node, job_id = DRIFTING_ALLOCATION, "n-31", 4711
     workflow = f"wf-{allocation}-provision"
-    w.json(
-        "workflow.ndjson",
-        {
-            "ts": rfc3339_ns(t),
-            "entity_kind": "allocation",
-            "entity_id": allocation,
-            "from": "requested",
-            "to": "provisioning",
-            "attributes": {"provider": "aap"},
-            "allocation_id": allocation,
-            "workflow_id": workflow,
-            "node_id": node,
-            "service": "workflow-worker",
-        },
+    w.transition(
+        t,
+        allocation,
+        ("requested", "provisioning"),
+        {"provider": "aap"},
+        workflow_id=workflow,
+        node_id=node,
     )
     canceled = now_ns - 40 * 60 * _S
     w.line(
