@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from agent_logging import _environ
 from agent_logging._durable import DEAD_LETTER_NAME, spool_dirs
 from agent_logging._loki_client import LokiClient, LokiQueryError
 from agent_logging._push import entry_from_record, render_labels
@@ -268,6 +269,8 @@ def _check_spool_dir(spool_dir: Path) -> None:
 
 def _drain(args: argparse.Namespace) -> int:
     _check_spool_dir(args.spool_dir)
+    if not args.loki_url:
+        raise _UsageError(f"give --loki-url or set {_environ.LOKI_URL}")
     if not (math.isfinite(args.timeout_s) and args.timeout_s > 0):
         raise _UsageError(f"--timeout-s must be a positive number of seconds, not {args.timeout_s}")
     started = time.monotonic()
@@ -318,13 +321,18 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print JSON")
     drain = sub.add_parser("drain", help="ship every spooled record and confirm it in Loki")
     drain.add_argument("--spool-dir", type=Path, required=True)
-    drain.add_argument("--loki-url", required=True)
+    # Each Loki option defaults to the variable configure() reads, so a node's environment
+    # serves its reimage gate as it served the service.
+    env = os.environ.get
+    drain.add_argument(
+        "--loki-url", default=env(_environ.LOKI_URL), help=f"default: ${_environ.LOKI_URL}"
+    )
     drain.add_argument("--timeout-s", type=float, default=120.0)
-    drain.add_argument("--tenant")
-    drain.add_argument("--username")
-    drain.add_argument("--password", default=os.environ.get("AGENT_LOGGING_LOKI_PASSWORD"))
-    drain.add_argument("--bearer-token", default=os.environ.get("AGENT_LOGGING_LOKI_BEARER_TOKEN"))
-    drain.add_argument("--ca-bundle")
+    drain.add_argument("--tenant", default=env(_environ.LOKI_TENANT))
+    drain.add_argument("--username", default=env(_environ.LOKI_USERNAME))
+    drain.add_argument("--password", default=env(_environ.LOKI_PASSWORD))
+    drain.add_argument("--bearer-token", default=env(_environ.LOKI_BEARER_TOKEN))
+    drain.add_argument("--ca-bundle", default=env(_environ.LOKI_CA_BUNDLE))
     drain.add_argument(
         "--node-id-label",
         choices=("auto", "on", "off"),

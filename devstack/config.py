@@ -37,6 +37,7 @@ __all__ = [
     "DEVSTACK_DIR_ENV",
     "ENV",
     "INGRESS_HOST",
+    "LOKI_TENANT_ENV",
     "LOKI_URL_ENV",
     "StackConfig",
     "configure_logging",
@@ -48,6 +49,9 @@ DEVSTACK_DIR_ENV: Final = "DEVSTACK_DIR"
 
 LOKI_URL_ENV: Final = "LOKI_URL"
 """A real Loki to ship to instead of the Loki test server ``devstack up`` starts."""
+
+LOKI_TENANT_ENV: Final = "LOKI_TENANT"
+"""The tenant (``X-Scope-OrgID``) to use with ``$LOKI_URL``, for a multi-tenant Loki."""
 
 DEFAULT_DIR: Final = Path("/tmp") / f"devstack-{os.getuid()}"  # noqa: S108 - a per-user dir
 
@@ -65,6 +69,8 @@ class StackConfig:
     Attributes:
         dir: DEVSTACK_DIR.
         loki_url: where every process ships (the Loki test server, or ``$LOKI_URL``).
+        loki_tenant: ``$LOKI_TENANT`` with ``$LOKI_URL``: every push, drain and query
+            sends it as ``X-Scope-OrgID``.
         api_port, ingress_port, provider_port, pg_port: 127.0.0.1 ports.
         pg_bin: the PostgreSQL server binaries' directory.
         tenant_token, node_token: the bearer tokens the API accepts now.
@@ -84,6 +90,7 @@ class StackConfig:
     node_ids: list[str] = field(default_factory=list)
     pids: dict[str, int] = field(default_factory=dict)
     loki_managed: bool = True
+    loki_tenant: str | None = None
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -234,6 +241,7 @@ def configure_logging(
         output="none",
         ids=ids or {},
         loki_url=config.loki_url,
+        loki_tenant=config.loki_tenant,
         spool_dir=spool_dir or config.spool_dir,
         # Shipping every 200 ms keeps a scenario's drain short; Loki batches are still small.
         batch_interval_s=0.2,

@@ -89,6 +89,7 @@ def drain_all(stack: Stack) -> None:
             sys.executable,
             *("-m", "agent_logging._cli", "drain", "--spool-dir", str(spool)),
             *("--loki-url", config.loki_url, "--timeout-s", "30"),
+            *(("--tenant", config.loki_tenant) if config.loki_tenant else ()),
         ]
         for spool in spools
         if spool.exists()
@@ -174,6 +175,7 @@ def ingest(
         [
             *("ingest", "--source", "loki", "--query", f'{{env="{ENV}"}}'),
             *("--from", str(marks.start_ns), "--to", str(end_ns), "--loki-url", config.loki_url),
+            *(("--tenant", config.loki_tenant) if config.loki_tenant else ()),
         ],
         *[["ingest", "--source", kind, "--quiet", *map(str, paths)] for kind, paths in files],
     ]

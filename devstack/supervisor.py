@@ -26,7 +26,7 @@ from typing import Final
 
 import httpx
 
-from devstack.config import INGRESS_HOST, LOKI_URL_ENV, StackConfig, load
+from devstack.config import INGRESS_HOST, LOKI_TENANT_ENV, LOKI_URL_ENV, StackConfig, load
 from devstack.database import Cluster, connect, find_binaries
 from devstack.ingress import Ingress, find_nginx
 from devstack.node_agent import install_image
@@ -155,6 +155,7 @@ class Stack:
             node_token=secrets.token_urlsafe(24),
             node_ids=list(NODE_IDS),
             loki_managed=not real_loki,
+            loki_tenant=(os.environ.get(LOKI_TENANT_ENV) or None) if real_loki else None,
         )
         for path in (
             config.run_dir,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -20,9 +21,10 @@ import pytest
 import agent_logging
 from agent_logging._loki_client import LokiClient
 from correlator.cli import main as correlator
+from tests.lokisim.fixtures import LOKI_TENANT_ENV, LOKI_URL_ENV, VISIBILITY_TIMEOUT_S
 
-LOKI_URL = os.environ.get("LOKI_URL", "").rstrip("/")
-TENANT = os.environ.get("LOKI_TENANT") or None
+LOKI_URL = os.environ.get(LOKI_URL_ENV, "").rstrip("/")
+TENANT = os.environ.get(LOKI_TENANT_ENV) or None
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,7 +32,10 @@ pytestmark = [
 ]
 
 
-def _wait_visible(query: str, start_ns: int, expected: int, timeout_s: float = 30.0) -> list[str]:
+def _wait_visible(
+    query: str, start_ns: int, expected: int, timeout_s: float = VISIBILITY_TIMEOUT_S
+) -> list[str]:
+    pause = threading.Event()
     with LokiClient(LOKI_URL, tenant=TENANT) as client:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -42,7 +47,7 @@ def _wait_visible(query: str, start_ns: int, expected: int, timeout_s: float = 3
             ]
             if len(lines) >= expected or time.monotonic() > deadline:
                 return lines
-            time.sleep(0.5)
+            pause.wait(0.5)
 
 
 def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None:
@@ -94,7 +99,6 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
     assert sorted(orjson.loads(line).get("step", 99) for line in lines) == [0, 1, 2, 3, 4, 99]
 
     db = str(tmp_path / "c.duckdb")
-    os.environ.setdefault("CORRELATOR_LOKI_URL", LOKI_URL)
     code = correlator(
         [
             "--db",

@@ -159,6 +159,31 @@ def test_drain_ships_a_dead_spool_and_confirms_every_record(
 
 
 @pytest.mark.integration
+def test_drain_reads_loki_url_and_tenant_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = LokiServer(auth_enabled=True).start()  # refuses a push without X-Scope-OrgID
+    try:
+        monkeypatch.setenv("AGENT_LOGGING_LOKI_URL", server.url)
+        monkeypatch.setenv("AGENT_LOGGING_LOKI_TENANT", "team-a")
+        root = tmp_path / "spool"
+        dead_spool(root / "dead", 2)
+        assert _cli.main(["drain", "--spool-dir", str(root), "--timeout-s", "20"]) == 0
+        assert "all 2 spooled records" in capsys.readouterr().out
+        assert len(server.entries("team-a")) == 2
+    finally:
+        server.stop()
+
+
+def test_drain_needs_a_loki_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_LOGGING_LOKI_URL", raising=False)
+    assert _cli.main(["drain", "--spool-dir", str(tmp_path)]) == 2
+    assert "give --loki-url or set AGENT_LOGGING_LOKI_URL" in capsys.readouterr().err
+
+
+@pytest.mark.integration
 def test_drain_fails_when_loki_lost_what_it_accepted(
     loki: LokiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -303,7 +328,6 @@ def test_unusable_arguments_exit_2_with_a_reason(
     [
         [],
         ["status"],
-        ["drain", "--spool-dir", "x"],
         ["drain", "--spool-dir", "x", "--loki-url", "http://h", "--timeout-s", "soon"],
         ["compact", "--spool-dir", "x"],
     ],

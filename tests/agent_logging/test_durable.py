@@ -32,6 +32,7 @@ from agent_logging._render import rfc3339_ns
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool, read_all
 from tests.lokisim import Limits, LokiServer
+from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -108,13 +109,13 @@ def query_until(
 
 @pytest.mark.integration
 def test_records_reach_loki_with_identifiers_as_structured_metadata(
-    loki_url: str, tmp_path: Path
+    loki_url: str, loki_tenant: str | None, tmp_path: Path
 ) -> None:
     # A unique service name keeps runs apart on a shared real Loki.
     service = f"e2e-{uuid.uuid4().hex[:12]}"
     start_ns = time.time_ns()
     # node_id as metadata here (the default for layer=node makes it a label: tested below).
-    configure(loki_url, tmp_path / "spool", service, node_id_label=False)
+    configure(loki_url, tmp_path / "spool", service, node_id_label=False, loki_tenant=loki_tenant)
     log = agent_logging.get_logger("tests.e2e")
     with agent_logging.bound(
         node_id="n-1", allocation_id="a-9", trace_id=TRACE_ID, span_id=SPAN_ID
@@ -125,11 +126,16 @@ def test_records_reach_loki_with_identifiers_as_structured_metadata(
     agent_logging.shutdown(timeout_s=10.0)
     end_ns = time.time_ns() + 1
 
-    with LokiClient(loki_url) as client:
+    with LokiClient(loki_url, tenant=loki_tenant) as client:
         query = f'{{service_name="{service}"}} | allocation_id="a-9"'
-        entries = query_until(client, query, start_ns, end_ns, 3, timeout_s=10.0)
+        entries = query_until(client, query, start_ns, end_ns, 3, timeout_s=VISIBILITY_TIMEOUT_S)
         everything = query_until(
-            client, f'{{service_name="{service}"}}', start_ns, end_ns, 4, timeout_s=10.0
+            client,
+            f'{{service_name="{service}"}}',
+            start_ns,
+            end_ns,
+            4,
+            timeout_s=VISIBILITY_TIMEOUT_S,
         )
     assert [orjson.loads(entry.line)["step"] for entry in entries] == [0, 1, 2]
     assert len(everything) == 4
@@ -146,10 +152,13 @@ def test_records_reach_loki_with_identifiers_as_structured_metadata(
             "end": str(end_ns),
             "direction": "forward",
         },
-        headers={"X-Loki-Response-Encoding-Flags": "categorize-labels"},
+        headers={
+            "X-Loki-Response-Encoding-Flags": "categorize-labels",
+            **({"X-Scope-OrgID": loki_tenant} if loki_tenant else {}),
+        },
         timeout=10.0,
     )
-    assert response.status_code == 200
+    assert response.status_code == 200, response.text
     streams = response.json()["data"]["result"]
     assert [stream["stream"] for stream in streams] == [
         {"env": "test", "layer": "node", "service_name": service}

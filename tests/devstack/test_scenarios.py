@@ -109,7 +109,11 @@ def test_reimage_mid_task_keeps_the_old_instance_evidence(stack: Stack) -> None:
             "start": str(result.started_ns),
             "end": str(result.verdict_at_ns),
             "limit": "1000",
+            # Oldest first: the step started early, before any later line could push it out
+            # of the page (Loki's default direction is backward).
+            "direction": "forward",
         },
+        headers={"X-Scope-OrgID": stack.config.loki_tenant} if stack.config.loki_tenant else {},
         timeout=10.0,
     )
     streams = response.raise_for_status().json()["data"]["result"]

@@ -18,6 +18,7 @@ from correlator.errors import QueryError, SourceError
 from correlator.logql import query_for, selector
 from correlator.model import Event, Reject, content_hash
 from correlator.sources.loki import fetch
+from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
 
 T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -180,8 +181,8 @@ def test_bad_arguments_are_refused_before_any_request(kwargs: dict[str, Any], me
 
 
 @pytest.fixture
-def client(loki_url: str) -> Iterator[LokiClient]:
-    with LokiClient(loki_url) as client:
+def client(loki_url: str, loki_tenant: str | None) -> Iterator[LokiClient]:
+    with LokiClient(loki_url, tenant=loki_tenant) as client:
         yield client
 
 
@@ -198,14 +199,17 @@ def push_records(client: LokiClient, records: list[tuple[int, dict[str, Any]]]) 
     ]
     result = client.push(entries)
     assert result.outcome == "ok", result.reason
-    # A real Loki answers queries from its ingesters at once, but allow it a moment.
+    # A 204 does not promise the entries are queryable yet (a real Loki may lag): poll.
     start, end = min(ts for ts, _ in records), max(ts for ts, _ in records) + 1
     query = selector(service_name=records[0][1]["service"])
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + VISIBILITY_TIMEOUT_S
+    pause = threading.Event()
     while len(client.query_range(query, start_ns=start, end_ns=end)) < len(records):
         if time.monotonic() > deadline:
-            raise TimeoutError("pushed entries did not become visible within 10 s")
-        threading.Event().wait(0.05)
+            raise TimeoutError(
+                f"pushed entries did not become visible within {VISIBILITY_TIMEOUT_S} s"
+            )
+        pause.wait(0.2)
 
 
 def record(ts_ns: int, event: str, service: str, **fields: Any) -> dict[str, Any]:
