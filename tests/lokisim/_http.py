@@ -21,7 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.lokisim._limits import Limits
-from tests.lokisim._push import decode_push_body
+from tests.lokisim._proto import DecodedPush
+from tests.lokisim._push import decode_push
 from tests.lokisim._query import QueryError, labels_response, query_range_response
 from tests.lokisim._store import Store
 
@@ -149,10 +150,16 @@ class LokiHTTPServer(ThreadingHTTPServer):
 
 
 def _count_entries(headers: dict[str, str], body: bytes) -> int:
+    """Entries a push body decodes to, 0 when it does not decode (benchmarks.ship uses it)."""
+    decoded = _decode(headers, body)
+    return decoded.entry_count() if isinstance(decoded, DecodedPush) else 0
+
+
+def _decode(headers: dict[str, str], body: bytes) -> DecodedPush | ValueError:
     try:
-        return sum(len(stream.entries) for stream in decode_push_body(headers, body))
-    except ValueError:
-        return 0
+        return decode_push(headers, body)
+    except ValueError as exc:
+        return exc
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -193,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         headers = {name.lower(): value for name, value in self.headers.items()}
         url = urlsplit(self.path)
-        reply = self._answer(url.path, url.query, headers, body)
+        # Decoded once, for the request record and for the push itself.
+        decoded = _decode(headers, body) if url.path == PUSH_PATH else None
+        reply = self._answer(url.path, url.query, headers, body, decoded)
         # Record before answering, so a client that has its answer sees the record.
         self.server.backend.record(
             RequestRecord(
@@ -203,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers=headers,
                 content_type=headers.get("content-type", ""),
                 body_bytes=len(body),
-                entries_in_body=_count_entries(headers, body) if url.path == PUSH_PATH else 0,
+                entries_in_body=decoded.entry_count() if isinstance(decoded, DecodedPush) else 0,
                 body=body,
             )
         )
@@ -212,7 +221,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(reply)
 
-    def _answer(self, path: str, query: str, headers: dict[str, str], body: bytes) -> _Reply | None:
+    def _answer(
+        self,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+        decoded: DecodedPush | ValueError | None,
+    ) -> _Reply | None:
         backend = self.server.backend
         if path == PUSH_PATH and self.command == "POST":
             fault = backend.next_fault()
@@ -233,7 +249,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(tenant, _Reply):
             return tenant
         if path == PUSH_PATH:
-            return self._push(tenant, headers, body) if self.command == "POST" else _Reply(405)
+            if self.command != "POST" or decoded is None:
+                return _Reply(405)
+            return self._push(tenant, decoded)
         params = {key: values[0] for key, values in parse_qs(query).items()}
         if self.command == "POST" and headers.get("content-type", "").startswith(
             "application/x-www-form-urlencoded"
@@ -244,12 +262,10 @@ class _Handler(BaseHTTPRequestHandler):
         except QueryError as exc:
             return _Reply(400, str(exc).encode())
 
-    def _push(self, tenant: str, headers: dict[str, str], body: bytes) -> _Reply:
-        try:
-            streams = decode_push_body(headers, body)
-        except ValueError as exc:
-            return _Reply(400, f"{exc}\n".encode())
-        result = self.server.backend.store.push(tenant, streams)
+    def _push(self, tenant: str, decoded: DecodedPush | ValueError) -> _Reply:
+        if isinstance(decoded, ValueError):
+            return _Reply(400, f"{decoded}\n".encode())
+        result = self.server.backend.store.push(tenant, decoded)
         if result.status == 204:
             return _Reply(204, b"", ())
         return _Reply(

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_SERVICE_NAME_LABELS",
     "LEVEL_LABEL",
     "detect_level",
+    "level_from_fields",
     "normalize_level",
     "normalize_metadata_name",
     "service_name_for",
@@ -126,6 +127,26 @@ def normalize_level(level: str) -> str:
     return _SYNONYMS.get(level.lower(), level)
 
 
+def level_from_fields(labels: Mapping[str, str], metadata: Mapping[str, str]) -> str | None:
+    """Return the level a level label or metadata field names, before the line is read.
+
+    The first step of :func:`detect_level`; the store caches it per label set and
+    metadata, so only entries without such a field pay for reading their line.
+
+    Args:
+        labels: the stream's labels.
+        metadata: the entry's structured metadata.
+
+    Returns:
+        The normalised level, or None when neither names one.
+    """
+    for source in (labels, metadata):
+        for field in DEFAULT_LEVEL_FIELDS:
+            if field in source:
+                return normalize_level(source[field])
+    return None
+
+
 def detect_level(labels: Mapping[str, str], metadata: Mapping[str, str], line: str) -> str:
     """Return the ``detected_level`` Loki stores for an entry lacking one.
 
@@ -138,10 +159,9 @@ def detect_level(labels: Mapping[str, str], metadata: Mapping[str, str], line: s
         One of trace, debug, info, warn, error, critical, fatal, unknown, or the level
         label's own value when it is none of those.
     """
-    for source in (labels, metadata):
-        for field in DEFAULT_LEVEL_FIELDS:
-            if field in source:
-                return normalize_level(source[field])
+    from_fields = level_from_fields(labels, metadata)
+    if from_fields is not None:
+        return from_fields
     stripped = line.strip()
     value: str | None = None
     if stripped.startswith("{") and stripped.endswith("}"):

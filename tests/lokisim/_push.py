@@ -19,9 +19,9 @@ import zlib
 from collections.abc import Mapping
 
 from tests.lokisim._labels import format_labels
-from tests.lokisim._proto import PushEntry, PushStream, decode_protobuf_push
+from tests.lokisim._proto import DecodedPush, PushEntry, PushStream, decode_protobuf
 
-__all__ = ["decode_push_body"]
+__all__ = ["decode_push", "decode_push_body"]
 
 _INT_RE = re.compile(r"-?[0-9]+")
 
@@ -35,6 +35,22 @@ def decode_push_body(headers: Mapping[str, str], body: bytes) -> list[PushStream
 
     Returns:
         The streams in wire order.
+
+    Raises:
+        ValueError: the body cannot be decoded; the message is the 400's text.
+    """
+    return decode_push(headers, body).to_streams()
+
+
+def decode_push(headers: Mapping[str, str], body: bytes) -> DecodedPush:
+    """Decode a push request body into the compact form the store ingests.
+
+    Args:
+        headers: request headers with lower-case names.
+        body: the raw body.
+
+    Returns:
+        The decoded push (:meth:`DecodedPush.to_streams` gives :func:`decode_push_body`).
 
     Raises:
         ValueError: the body cannot be decoded; the message is the 400's text.
@@ -58,8 +74,8 @@ def decode_push_body(headers: Mapping[str, str], body: bytes) -> list[PushStream
     if not media_type:
         raise ValueError("mime: no media type")
     if media_type == "application/json":
-        return _decode_json(body)
-    return decode_protobuf_push(body)
+        return DecodedPush.from_streams(_decode_json(body))
+    return decode_protobuf(body)
 
 
 def _decode_json(body: bytes) -> list[PushStream]:

@@ -1,8 +1,8 @@
 """The test server's storage: Loki's distributor + ingester rules over in-memory lists.
 
-A push goes through the distributor's checks (:mod:`tests.lokisim._limits`): labels
-that do not parse refuse the whole push, bad labels refuse one stream, bad entries
-refuse one entry each. The valid entries then meet the ingester
+A push goes through the distributor's checks (:mod:`tests.lokisim._distributor`):
+labels that do not parse refuse the whole push, bad labels refuse one stream, bad
+entries refuse one entry each. The valid entries then meet the ingester
 (``pkg/ingester/stream.go``):
 
 - an entry identical (timestamp, line, metadata) to one the stream holds is
@@ -13,38 +13,29 @@ refuse one entry each. The valid entries then meet the ingester
 Loki's ingester keeps only the *last* stream's error of a push
 (``instance.Push`` overwrites ``appendErr``), and an ingester error replaces the
 distributor's validation errors in the response; both quirks are reproduced.
+
+Each stored entry is one ``(ts_ns, line, metadata id)`` tuple (see
+:data:`tests.lokisim._distributor.Key`); a stream whose new entries can neither be
+refused nor be duplicates is stored at once with set and list operations.
+:class:`StoredEntry` objects are built on read.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
+from tests.lokisim._distributor import Distributor, Key, LabelSet, PushResult
 from tests.lokisim._labels import format_labels
-from tests.lokisim._levels import (
-    LEVEL_LABEL,
-    detect_level,
-    normalize_level,
-    normalize_metadata_name,
-)
-from tests.lokisim._limits import (
-    MISSING_STREAMS,
-    Limits,
-    go_rfc3339,
-    go_time_string,
-    group_errors,
-    parse_stream_labels,
-    validate_entry,
-    validate_labels,
-)
+from tests.lokisim._limits import Limits, go_rfc3339, go_time_string, group_errors
 from tests.lokisim._logql import LogQuery
-from tests.lokisim._proto import PushEntry, PushStream
+from tests.lokisim._proto import DecodedPush, PushStream
 
 __all__ = ["Hit", "PushResult", "Store", "StoredEntry"]
 
 _NS_PER_S = 1_000_000_000
-_Key = tuple[int, str, tuple[tuple[str, str], ...]]
 
 
 @dataclass(frozen=True)
@@ -65,14 +56,6 @@ class StoredEntry:
 
 
 @dataclass(frozen=True)
-class PushResult:
-    """What the push endpoint answers: 204 with no message, or an error status and text."""
-
-    status: int
-    message: str = ""
-
-
-@dataclass(frozen=True)
 class Hit:
     """A query match: the entry, its printed labels (stream, metadata and parsed), the
     parsed labels, and its arrival index."""
@@ -85,22 +68,19 @@ class Hit:
 
 @dataclass
 class _Stream:
+    labels: dict[str, str]
+    shown: str
     highest_ts: int | None = None
-    last_line: _Key | None = None
-    keys: set[_Key] = field(default_factory=set)
+    last_line: Key | None = None
+    keys: set[Key] = field(default_factory=set)
 
 
 @dataclass
 class _Tenant:
-    records: list[tuple[StoredEntry, str]] = field(default_factory=list)
+    # Parallel lists in arrival order: an entry and the stream that holds it.
+    records: list[Key] = field(default_factory=list)
+    owners: list[_Stream] = field(default_factory=list)
     streams: dict[str, _Stream] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Batch:
-    labels: dict[str, str]
-    shown: str
-    entries: list[tuple[PushEntry, _Key]]
 
 
 class Store:
@@ -116,97 +96,98 @@ class Store:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._tenants: dict[str, _Tenant] = {}
+        self._distributor = Distributor(limits)
 
-    def push(self, tenant: str, streams: list[PushStream]) -> PushResult:
+    def push(self, tenant: str, streams: Sequence[PushStream] | DecodedPush) -> PushResult:
         """Validate and store a decoded push.
 
         Args:
             tenant: the tenant ID.
-            streams: the decoded streams, in wire order.
+            streams: the decoded streams, in wire order (or their compact form).
 
         Returns:
             The status and message Loki would answer.
         """
-        if not streams:
-            return PushResult(422, MISSING_STREAMS)
-        try:
-            parsed = [
-                (parse_stream_labels(stream.labels, self._limits), stream) for stream in streams
-            ]
-        except ValueError as exc:
-            return PushResult(400, str(exc))
-        now_ns = self._limits.now()
-        errors: list[str] = []
-        batches: list[_Batch] = []
-        for pairs, stream in parsed:
-            if not stream.entries:
-                continue
-            problem = validate_labels(self._limits, pairs)
-            if problem is not None:
-                errors.append(problem)
-                continue
-            labels, shown = dict(pairs), format_labels(pairs)
-            good = []
-            for entry in stream.entries:
-                problem = validate_entry(self._limits, shown, entry, now_ns)
-                if problem is not None:
-                    errors.append(problem)
-                    continue
-                try:
-                    good.append(self._finish(labels, entry))
-                except ValueError as exc:
-                    # Loki's distributor returns this error as is: a 500, nothing stored.
-                    return PushResult(500, str(exc))
-            if good:
-                batches.append(_Batch(labels, shown, good))
+        push = streams if isinstance(streams, DecodedPush) else DecodedPush.from_streams(streams)
+        checked = self._distributor.check(push)
+        if isinstance(checked, PushResult):
+            return checked
         ingester_error: str | None = None
         with self._lock:
             state = self._tenants.setdefault(tenant, _Tenant())
-            for batch in batches:
-                ingester_error = self._append(tenant, state, batch)
+            for label_set, keys in checked.batches:
+                ingester_error = self._append(tenant, state, label_set, keys)
             self._changed.notify_all()
         if ingester_error is not None:
             return PushResult(400, ingester_error)
-        if errors:
-            return PushResult(400, group_errors(errors))
+        if checked.errors:
+            return PushResult(400, group_errors(checked.errors))
         return PushResult(204)
 
-    def _finish(self, labels: dict[str, str], entry: PushEntry) -> tuple[PushEntry, _Key]:
-        """Normalise metadata and add ``detected_level``, as the distributor does."""
-        metadata: dict[str, str] = {}
-        for name, value in entry.metadata:
-            metadata[normalize_metadata_name(name)] = value.replace("\ufffd", " ")
-        if self._limits.discover_log_levels and self._limits.allow_structured_metadata:
-            if LEVEL_LABEL in metadata:
-                metadata[LEVEL_LABEL] = normalize_level(metadata[LEVEL_LABEL])
-            else:
-                metadata[LEVEL_LABEL] = detect_level(labels, metadata, entry.line)
-        pairs = tuple(sorted(metadata.items()))
-        return PushEntry(entry.ts_ns, entry.line, pairs), (entry.ts_ns, entry.line, pairs)
+    def _entry(self, key: Key, owner: _Stream) -> StoredEntry:
+        return StoredEntry(
+            dict(owner.labels), key[0], key[1], dict(self._distributor.metadata(key[2]))
+        )
 
-    def _append(self, tenant: str, state: _Tenant, batch: _Batch) -> str | None:
+    def _append_new(self, state: _Tenant, stream: _Stream, keys: list[Key], window_ns: int) -> bool:
+        """Store keys that are all new and all within the window at once; False if not.
+
+        Equivalent to the per-entry loop of :meth:`_append` when it would neither refuse
+        nor skip an entry: positive timestamps spanning at most the window, none behind
+        the stream's newest minus the window, no key held or repeated.
+        """
+        oldest, newest = min(keys)[0], max(keys)[0]
+        top = stream.highest_ts
+        if oldest <= 0 or newest - oldest > window_ns:
+            return False
+        if top is not None and (top <= 0 or oldest < top - window_ns):
+            return False
+        fresh = set(keys)
+        if len(fresh) != len(keys) or not stream.keys.isdisjoint(fresh):
+            return False
+        stream.keys |= fresh
+        stream.last_line = keys[-1]
+        stream.highest_ts = newest if top is None else max(top, newest)
+        state.records += keys
+        state.owners.extend(repeat(stream, len(keys)))
+        return True
+
+    def _append(
+        self, tenant: str, state: _Tenant, label_set: LabelSet, keys: list[Key]
+    ) -> str | None:
         """Apply the ingester's rules to one stream's valid entries; return its error."""
-        stream = state.streams.setdefault(batch.shown, _Stream())
+        stream = state.streams.get(label_set.shown)
+        if stream is None:
+            stream = state.streams[label_set.shown] = _Stream(label_set.labels, label_set.shown)
         window_ns = int(self._limits.max_chunk_age_s * _NS_PER_S) // 2
+        if self._append_new(state, stream, keys, window_ns):
+            return None
         refused: list[tuple[int, str]] = []
-        for entry, key in batch.entries:
-            if key == stream.last_line:
+        last, top, held = stream.last_line, stream.highest_ts, stream.keys
+        add_record, add_owner = state.records.append, state.owners.append
+        for key in keys:
+            if key == last:
                 continue
-            if stream.highest_ts is not None and entry.ts_ns < stream.highest_ts - window_ns:
-                cutoff = stream.highest_ts - window_ns
+            ts_ns = key[0]
+            if top is not None and ts_ns < top - window_ns:
+                cutoff = top - window_ns
                 reason = (
-                    f"entry too far behind, entry timestamp is: {go_rfc3339(entry.ts_ns)}, "
+                    f"entry too far behind, entry timestamp is: {go_rfc3339(ts_ns)}, "
                     f"oldest acceptable timestamp is: {go_rfc3339(cutoff)}"
                 )
-                refused.append((entry.ts_ns, reason))
+                refused.append((ts_ns, reason))
                 continue
-            stream.last_line = key
-            stream.highest_ts = max(stream.highest_ts or entry.ts_ns, entry.ts_ns)
-            if key in stream.keys:
-                continue
-            stream.keys.add(key)
-            stored = StoredEntry(dict(batch.labels), entry.ts_ns, entry.line, dict(entry.metadata))
-            state.records.append((stored, batch.shown))
+            last = key
+            # max(highest or ts, ts), as before: a highest of 0 counts as unset.
+            if not top or ts_ns > top:
+                top = ts_ns
+            # One hash per entry: add, then see whether the set grew (a duplicate did not).
+            size = len(held)
+            held.add(key)
+            if len(held) != size:
+                add_record(key)
+                add_owner(stream)
+        stream.last_line, stream.highest_ts = last, top
         if not refused:
             return None
         # pkg/ingester/stream.go errorForFailedEntries, limited to max_returned_stream_errors.
@@ -215,14 +196,19 @@ class Store:
             f"entry with timestamp {go_time_string(ts)} ignored, reason: '{why}',\n"
             for ts, why in shown
         ]
-        total = f"total ignored: {len(refused)} out of {len(batch.entries)}"
-        return "".join(lines) + f"user '{tenant}', {total} for stream: {batch.shown}"
+        total = f"total ignored: {len(refused)} out of {len(keys)}"
+        return "".join(lines) + f"user '{tenant}', {total} for stream: {label_set.shown}"
 
     def entries(self, tenant: str) -> list[StoredEntry]:
         """Return the tenant's stored entries in arrival order."""
         with self._lock:
             state = self._tenants.get(tenant)
-            return [entry for entry, _ in state.records] if state else []
+            if state is None:
+                return []
+            return [
+                self._entry(key, owner)
+                for key, owner in zip(state.records, state.owners, strict=True)
+            ]
 
     def count(self, tenant: str) -> int:
         """Return how many entries the tenant has stored."""
@@ -252,17 +238,18 @@ class Store:
         dropped = 0
         with self._lock:
             for state in self._tenants.values():
-                kept = []
-                for entry, shown in state.records:
-                    if predicate(entry):
-                        key = (entry.ts_ns, entry.line, tuple(sorted(entry.metadata.items())))
-                        state.streams[shown].keys.discard(key)
-                        if state.streams[shown].last_line == key:
-                            state.streams[shown].last_line = None
+                records: list[Key] = []
+                owners: list[_Stream] = []
+                for key, owner in zip(state.records, state.owners, strict=True):
+                    if predicate(self._entry(key, owner)):
+                        owner.keys.discard(key)
+                        if owner.last_line == key:
+                            owner.last_line = None
                         dropped += 1
                     else:
-                        kept.append((entry, shown))
-                state.records = kept
+                        records.append(key)
+                        owners.append(owner)
+                state.records, state.owners = records, owners
         return dropped
 
     def select(self, tenant: str, query: LogQuery, start_ns: int, end_ns: int) -> list[Hit]:
@@ -279,11 +266,12 @@ class Store:
         """
         with self._lock:
             state = self._tenants.get(tenant)
-            records = list(state.records) if state else []
+            records = list(zip(state.records, state.owners, strict=True)) if state else []
         hits = []
-        for seq, (entry, _) in enumerate(records):
-            if not start_ns <= entry.ts_ns < end_ns or not query.selects(entry.labels):
+        for seq, (key, owner) in enumerate(records):
+            if not start_ns <= key[0] < end_ns or not query.selects(owner.labels):
                 continue
+            entry = self._entry(key, owner)
             parsed = query.process(entry.labels, entry.metadata, entry.line)
             if parsed is not None:
                 # Loki's merge breaks timestamp ties on the labels the pipeline produced.
