@@ -21,6 +21,7 @@ Run the server side alone with ``python -m benchmarks._common [--sink]`` (it pri
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import resource
@@ -193,6 +194,8 @@ def _serve(argv: list[str]) -> int:
     from tests.lokisim import LokiServer
 
     server: Any = _CountingSink() if "--sink" in argv else LokiServer().start()
+    # As ``python -m tests.lokisim`` does: what start-up allocated never needs a GC pass.
+    gc.freeze()
     print(f"listening on {server.url}", flush=True)
     try:
         for line in sys.stdin:
