@@ -11,8 +11,10 @@ the root that nobody holds (its owner died, was replaced by this process after a
 upgrade, or was a forked worker that crashed while this process runs on), ships it in the
 background and removes it once empty. ``agent-logging drain`` walks the same layout.
 
-The hot path is :meth:`Durable.write`: one ``Spool.append`` (a framed ``os.write``). Shipping,
-fsync, adoption and health records all happen on background threads.
+The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed ``os.write``), the
+frame carrying the record's stream key (``_push.stream_key``; the pipeline hands it over,
+usually reusing the previous record's) so the shipper need not parse the line again.
+Shipping, fsync, adoption and health records all happen on background threads.
 
 Records that the HTTP stack logs *while a push is in flight* (httpx's "HTTP Request: POST ..."
 at INFO, reaching the pipeline through the stdlib bridge) are not spooled: each push would
@@ -26,13 +28,13 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
 from agent_logging._loki_client import LokiClient, PushResult
-from agent_logging._push import PushEntry
+from agent_logging._push import PushEntry, RecordLike, stream_key
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
 from agent_logging._types import EventDict
@@ -57,8 +59,16 @@ _ADOPT_SLICE_S: Final = 1.0
 #: deletes only these, so a directory holding anything else is never removed.
 _SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp")
 
+
+class _Pushing(threading.local):
+    # The class attribute answers for threads that never pushed: a thread-local attribute
+    # that is missing costs an AttributeError raised and caught inside getattr(), about a
+    # microsecond on every log call.
+    active = False
+
+
 # Set on a shipping thread while its push is in flight (see the module docstring).
-_pushing = threading.local()
+_pushing = _Pushing()
 
 
 class _QuietClient:
@@ -71,6 +81,22 @@ class _QuietClient:
         _pushing.active = True
         try:
             return self._client.push(entries)
+        finally:
+            _pushing.active = False
+
+    def push_records(
+        self,
+        records: Sequence[RecordLike],
+        /,
+        *,
+        node_id_label: bool,
+        default_labels: Mapping[str, str],
+    ) -> PushResult:
+        _pushing.active = True
+        try:
+            return self._client.push_records(
+                records, node_id_label=node_id_label, default_labels=default_labels
+            )
         finally:
             _pushing.active = False
 
@@ -176,11 +202,15 @@ class Durable:
     # -- the hot path --------------------------------------------------------------------
 
     def write(self, ts_ns: int, line: bytes, record: EventDict) -> None:
-        if getattr(_pushing, "active", False):
+        self.write_keyed(ts_ns, line, record, stream_key(record))
+
+    def write_keyed(self, ts_ns: int, line: bytes, record: EventDict, key: int) -> None:
+        """:meth:`write` with the record's stream key already worked out (by the pipeline)."""
+        if _pushing.active:
             return  # the HTTP stack's own chatter about a push: spooling it would loop
         if self._forked:
             self._reopen_in_child()
-        self.spool.append(ts_ns, line)
+        self.spool.append(ts_ns, line, key)
 
     # -- background work -----------------------------------------------------------------
 

@@ -1,23 +1,30 @@
 """The spool's record framing: encode one record, decode a stream of them (pure, no I/O).
 
-A frame is an 18-byte little-endian header followed by the payload::
+A frame is a 26-byte little-endian header followed by the payload::
 
     offset  size  field
          0     1  magic    0xF7
-         1     1  version  0x01
-         2     4  crc      zlib.crc32 of bytes 6 .. end (length, ts_ns and payload)
+         1     1  version  0x02
+         2     4  crc      zlib.crc32 of bytes 6 .. end (length, ts_ns, key and payload)
          6     4  length   payload bytes, at most MAX_PAYLOAD_BYTES
         10     8  ts_ns    the record's own timestamp (resends keep it, DESIGN §5)
-        18     n  payload  the rendered JSON line, UTF-8, no newline
+        18     8  key      the record's stream key (``_push.stream_key``), 0 for none
+        26     n  payload  the rendered JSON line, UTF-8, no newline
 
 Choices:
 
 - The magic 0xF7 never occurs in UTF-8 (bytes 0xF5..0xFF are invalid there, RFC 3629 §3), so
   when the reader resynchronises after damage it cannot land on a "frame" inside a JSON
   payload; candidates inside binary header fields are rejected by the CRC.
-- The CRC covers the length and the timestamp as well as the payload: those fields sit right
-  after the CRC, so one ``crc32`` call over one contiguous span checks everything but the
-  magic/version pair, which is compared exactly.
+- The CRC covers the length, the timestamp and the key as well as the payload: those fields
+  sit right after the CRC, so one ``crc32`` call over one contiguous span checks everything
+  but the magic/version pair, which is compared exactly.
+- The key (version 2) names the record's labels and structured metadata: a 64-bit digest of
+  the fields they come from, computed once per combination by the logging thread, which has
+  them at hand. The shipper maps a key it has seen before straight to its encoded labels and
+  metadata instead of parsing the JSON line again (the largest per-record cost of shipping
+  before; see ``_push``). It is a cache key, never the only copy: the line holds the fields.
+  Version 1 frames (no key) are not read: nothing was deployed with them.
 - ``zlib.crc32`` rather than CRC-32C: zlib's is in the standard library, in C (about 0.9 GB/s
   on the development machine, 0.2 µs for a 200-byte record); CRC-32C would need a third-party
   module (or a slow pure-Python table) on the hot path of every log call. CRC-32C's better
@@ -44,7 +51,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "HEADER_BYTES",
@@ -57,26 +64,31 @@ __all__ = [
     "encode_frame",
     "iter_frames",
     "read_frames",
+    "take_frames",
 ]
 
 _MAGIC: Final = 0xF7
-_VERSION: Final = 0x01  # a new layout gets a new version; this reader counts others as damage
+_VERSION: Final = 0x02  # a new layout gets a new version; this reader counts others as damage
 _MARK: Final = bytes((_MAGIC, _VERSION))
-_HEADER: Final = struct.Struct("<2sIIQ")  # mark, crc, length, ts_ns
-_CHECKED: Final = struct.Struct("<IQ")  # the header fields the CRC covers: length, ts_ns
+_HEADER: Final = struct.Struct("<2sIIQQ")  # mark, crc, length, ts_ns, key
+_CHECKED: Final = struct.Struct("<IQQ")  # the header fields the CRC covers: length, ts_ns, key
 #: Size of a frame's header; a frame is ``HEADER_BYTES + len(payload)`` bytes.
 HEADER_BYTES: Final = _HEADER.size
 _CRC_FROM: Final = HEADER_BYTES - _CHECKED.size
+_CRC_PACK: Final = struct.Struct("<I").pack
+_CHECKED_PACK: Final = _CHECKED.pack
+_crc32: Final = zlib.crc32
 #: Largest payload a frame may carry (16 MiB).
 MAX_PAYLOAD_BYTES: Final = 16 * 2**20
 
 
 class Frame(NamedTuple):
-    """One intact record found at ``offset``."""
+    """One intact record found at ``offset``, with its stream key (0: none)."""
 
     offset: int
     ts_ns: int
     payload: bytes
+    key: int = 0
 
     @property
     def end(self) -> int:
@@ -109,18 +121,19 @@ class TornTail:
     end: int
 
 
-def encode_frame(ts_ns: int, payload: bytes) -> bytes:
+def encode_frame(ts_ns: int, payload: bytes, key: int = 0) -> bytes:
     """Frame one record.
 
     Args:
         ts_ns: the record's timestamp, nanoseconds since the epoch (0 .. 2**64 - 1).
         payload: the record's bytes, at most :data:`MAX_PAYLOAD_BYTES`.
+        key: the record's stream key (0 .. 2**64 - 1; 0 for none).
 
     Returns:
         The header followed by the payload, ready for one ``os.write``.
 
     Raises:
-        ValueError: the payload is too large or the timestamp out of range.
+        ValueError: the payload is too large, or the timestamp or key out of range.
     """
     length = len(payload)
     if length > MAX_PAYLOAD_BYTES:
@@ -128,10 +141,13 @@ def encode_frame(ts_ns: int, payload: bytes) -> bytes:
             f"a spool record holds at most {MAX_PAYLOAD_BYTES} bytes; this one has {length}"
         )
     try:
-        checked = _CHECKED.pack(length, ts_ns)
+        checked = _CHECKED_PACK(length, ts_ns, key)
     except struct.error as exc:
-        raise ValueError(f"ts_ns must be in 0 .. 2**64 - 1, not {ts_ns!r}") from exc
-    return _HEADER.pack(_MARK, zlib.crc32(payload, zlib.crc32(checked)), length, ts_ns) + payload
+        raise ValueError(
+            f"ts_ns and key must be in 0 .. 2**64 - 1, not {ts_ns!r} and {key!r}"
+        ) from exc
+    # One join (one copy of the payload) rather than a chain of concatenations.
+    return b"".join((_MARK, _CRC_PACK(_crc32(payload, _crc32(checked))), checked, payload))
 
 
 def iter_frames(buf: bytes, start: int = 0) -> Iterator[Frame | Corrupt | TornTail]:
@@ -199,7 +215,7 @@ def _frame_at(win: _Window, pos: int) -> Frame | None:
     """The intact frame starting exactly at ``pos``, if there is one."""
     if not win.ensure(pos, HEADER_BYTES):
         return None
-    mark, crc, length, ts_ns = _HEADER.unpack_from(win.buf, pos - win.base)
+    mark, crc, length, ts_ns, key = _HEADER.unpack_from(win.buf, pos - win.base)
     if mark != _MARK or length > MAX_PAYLOAD_BYTES:
         return None
     if not win.ensure(pos, HEADER_BYTES + length):
@@ -208,7 +224,7 @@ def _frame_at(win: _Window, pos: int) -> Frame | None:
     stop = i + HEADER_BYTES + length
     if zlib.crc32(memoryview(win.buf)[i + _CRC_FROM : stop]) != crc:
         return None
-    return Frame(pos, ts_ns, win.buf[i + HEADER_BYTES : stop])
+    return Frame(pos, ts_ns, win.buf[i + HEADER_BYTES : stop], key)
 
 
 def _next_frame(win: _Window, pos: int) -> Frame | None:
@@ -253,7 +269,7 @@ def _scan(win: _Window, start: int) -> Iterator[Frame | Corrupt | TornTail]:
         # Fast path, nearly every frame: intact and wholly inside the window.
         i = pos - win.base
         if 0 <= i <= len(buf) - HEADER_BYTES:
-            mark, crc, length, ts_ns = unpack_from(buf, i)
+            mark, crc, length, ts_ns, key = unpack_from(buf, i)
             stop = i + HEADER_BYTES + length
             if (
                 mark == _MARK
@@ -261,7 +277,7 @@ def _scan(win: _Window, start: int) -> Iterator[Frame | Corrupt | TornTail]:
                 and stop <= len(buf)
                 and crc32(view[i + _CRC_FROM : stop]) == crc
             ):
-                yield Frame(pos, ts_ns, buf[i + HEADER_BYTES : stop])
+                yield Frame(pos, ts_ns, buf[i + HEADER_BYTES : stop], key)
                 pos += stop - i
                 continue
         damage, frame = _recover(win, pos)
@@ -300,7 +316,7 @@ def count_frames(
             view = memoryview(buf)
         i = pos - win.base
         if 0 <= i <= len(buf) - HEADER_BYTES:
-            mark, crc, length, _ = unpack_from(buf, i)
+            mark, crc, length, _, _ = unpack_from(buf, i)
             stop = i + HEADER_BYTES + length
             if (
                 mark == _MARK
@@ -321,3 +337,62 @@ def count_frames(
         payload_bytes += len(frame.payload)
         pos = frame.end
     return FrameCounts(records, payload_bytes, torn, corrupt)
+
+
+def take_frames(
+    buf: bytes,
+    start: int,
+    max_records: int,
+    max_bytes: int,
+    make: Callable[[tuple[int, bytes, int]], object],
+    out: list[Any],
+) -> tuple[int, int, bool]:
+    """Take consecutive intact frames from ``buf[start:]``: the shipper's batch read.
+
+    One loop over the frames with no call per frame but the checks themselves, several
+    times faster than :func:`read_frames` (no generator, no :class:`Frame`). It stops, without
+    reporting why, at the first frame that is damaged or not wholly inside ``buf``: the
+    caller goes on from there with :func:`read_frames`, which says what is wrong.
+
+    Args:
+        buf: a window of the stream; ``buf[start]`` is where a frame starts.
+        start: index in ``buf`` of the first frame.
+        max_records: stop when ``out`` holds this many records.
+        max_bytes: take at most this many payload bytes, unless ``out`` is empty (a single
+            larger record comes alone).
+        make: builds a record from ``(ts_ns, payload, key)`` (``tuple.__new__`` bound to a
+            named tuple type, say).
+        out: records are appended here.
+
+    Returns:
+        The index in ``buf`` after the last frame taken, the payload bytes taken, and whether
+        the loop stopped only because ``buf`` ended (all of it taken, or a frame that looks
+        intact so far runs past its end): then the next window may go on from that index.
+    """
+    unpack_from = _HEADER.unpack_from
+    crc32 = zlib.crc32
+    view = memoryview(buf)
+    size = len(buf)
+    append = out.append
+    taken = len(out)
+    total = 0
+    i = start
+    # The hot loop of shipping: one header unpack, one CRC over one span, one slice.
+    while taken < max_records:
+        if i + HEADER_BYTES > size:
+            return i, total, True
+        mark, crc, length, ts_ns, key = unpack_from(buf, i)
+        stop = i + HEADER_BYTES + length
+        if mark != _MARK or length > MAX_PAYLOAD_BYTES:
+            break
+        if taken and total + length > max_bytes:
+            break
+        if stop > size:
+            return i, total, True
+        if crc32(view[i + _CRC_FROM : stop]) != crc:
+            break
+        append(make((ts_ns, buf[i + HEADER_BYTES : stop], key)))
+        total += length
+        taken += 1
+        i = stop
+    return i, total, False

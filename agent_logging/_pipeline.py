@@ -15,9 +15,10 @@ from typing import Any, Final, Protocol
 
 from agent_logging import _context, _otel, _state
 from agent_logging._processors import add_error, add_span_ids, check_call_site_ids
+from agent_logging._push import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
 from agent_logging._render import render, rfc3339_ns
-from agent_logging._types import EventDict
+from agent_logging._types import IDENTIFIER_KEYS, EventDict
 
 __all__ = ["LEVELS", "Pipeline", "Processor", "Sink"]
 
@@ -37,11 +38,21 @@ LEVELS: Final[Mapping[str, tuple[int, str]]] = {
 }
 
 
+# Call-site fields that send a record through a processor; nearly every call has none, so the
+# hot path tests for them in one C-level set operation instead of calling the processor.
+_ID_FIELDS: Final = frozenset(IDENTIFIER_KEYS)
+_ERROR_FIELDS: Final = frozenset({"exc_info", "owner_layer"})
+_KEY_FIELDS: Final = frozenset(STREAM_KEY_FIELDS)
+
+
 class Sink(Protocol):
     """Where rendered records go. ``write`` is on the hot path and must not block on I/O
     other than a local write."""
 
     def write(self, ts_ns: int, line: bytes, record: EventDict) -> None: ...
+
+    # Optional: ``write_keyed(ts_ns, line, record, key)``, the same with the record's stream
+    # key (``_push.stream_key``) worked out by the pipeline, which can do it cheaply.
 
     def close(self, timeout_s: float) -> None: ...
 
@@ -71,18 +82,25 @@ class Pipeline:
     ) -> None:
         self.static: Final = dict(static)
         self.base_ids: Final = dict(base_ids or {})
+        # Both spread into every record, in this order: merged once here (a key of both keeps
+        # its place and takes the identifier's value, as two spreads would do).
+        self._fixed: Final = {**self.static, **self.base_ids}
         self.min_level = min_level
         self.sinks: Final = tuple(sinks)
-        chain: list[Processor] = []
-        if _otel.AVAILABLE:
-            chain.append(add_span_ids)
-        chain.append(add_error)
-        chain.extend(processors)
+        # add_span_ids, then add_error (both applied inline by handle(), which calls each
+        # only when its case applies), then the user's processors, then redaction.
+        self._spans = _otel.AVAILABLE
+        chain: list[Processor] = list(processors)
         chain.append(redact)  # last: nothing added after it escapes redaction
         self._chain: Final = tuple(chain)
         self._lock = threading.Lock()
         self.records = 0
         self.failures = 0
+        # Which sinks take the stream key, for the sinks tuple it was worked out for.
+        self._keyed_for: tuple[Sink, ...] = ()
+        self._keyed: tuple[bool, ...] = ()
+        # The last record's stream key and what it depended on (see _stream_key).
+        self._last_key: tuple[object, ...] = (None, None, None, None, 0)
 
     def handle(self, method_name: str, event_dict: EventDict, ts_ns: int | None = None) -> None:
         """Process one record; never raises.
@@ -92,22 +110,27 @@ class Pipeline:
             event_dict: the call's fields; ``event`` is the message. Consumed.
             ts_ns: creation time if already known, else now.
         """
+        # The hot path of every log call: each step is skipped unless its case applies.
         try:
-            levelno, level = LEVELS.get(method_name, (20, method_name))
+            levelno, level = LEVELS.get(method_name) or (20, method_name)
             if levelno < self.min_level:
                 return
             if ts_ns is None:
                 ts_ns = time.time_ns()
-            check_call_site_ids(None, method_name, event_dict)
+            if not _ID_FIELDS.isdisjoint(event_dict):
+                check_call_site_ids(None, method_name, event_dict)
             record: EventDict = {
                 "ts": rfc3339_ns(ts_ns),
                 "level": level,
                 "event": event_dict.pop("event", None),
-                **self.static,
-                **self.base_ids,
+                **self._fixed,
                 **_context.current(),
                 **event_dict,
             }
+            if self._spans:
+                record = add_span_ids(None, method_name, record)
+            if not _ERROR_FIELDS.isdisjoint(event_dict):
+                record = add_error(None, method_name, record)
             for processor in self._chain:
                 record = processor(None, method_name, record)
             line = render(record)
@@ -115,11 +138,44 @@ class Pipeline:
             self._fail("process", exc)
             return
         self.records += 1
-        for sink in self.sinks:
+        sinks = self.sinks
+        if sinks is not self._keyed_for:
+            self._keyed = tuple(hasattr(sink, "write_keyed") for sink in sinks)
+            self._keyed_for = sinks
+        key = -1
+        for sink, keyed in zip(sinks, self._keyed, strict=True):
             try:
-                sink.write(ts_ns, line, record)
+                if keyed:
+                    if key < 0:
+                        key = self._stream_key(record, event_dict)
+                    sink.write_keyed(ts_ns, line, record, key)  # type: ignore[attr-defined]
+                else:
+                    sink.write(ts_ns, line, record)
             except Exception as exc:  # noqa: BLE001 - one broken sink must not starve the others
                 self._fail(type(sink).__name__, exc)
+
+    def _stream_key(self, record: EventDict, call_fields: EventDict) -> int:
+        """``stream_key(record)``, from the last record's when it must be the same.
+
+        The key depends on the values of ``STREAM_KEY_FIELDS`` only. Without call-site fields
+        among them and without user processors (which could change anything), those values
+        come from the fixed fields, the bound identifiers (an immutable mapping, replaced on
+        every bind), the level, and the span ids: when the mapping is the same object, the
+        level the same and the trace and span ids the same objects as last time, so is the
+        key. Four identity checks instead of eleven lookups, a tuple and its hash.
+        """
+        if len(self._chain) > 1 or not _KEY_FIELDS.isdisjoint(call_fields):
+            return stream_key(record)
+        bound = _context.current()
+        trace_id = record.get("trace_id")
+        span_id = record.get("span_id")
+        level = record.get("level")
+        last = self._last_key
+        if bound is last[0] and level is last[1] and trace_id is last[2] and span_id is last[3]:
+            return last[4]  # type: ignore[return-value]
+        key = stream_key(record)
+        self._last_key = (bound, level, trace_id, span_id, key)  # one tuple: thread-safe
+        return key
 
     def _fail(self, where: str, exc: BaseException) -> None:
         with self._lock:

@@ -16,28 +16,36 @@ import orjson
 
 from agent_logging._types import CONTEXT_KEYS, EventDict
 
-__all__ = ["MAX_LINE_BYTES", "render", "rfc3339_ns"]
+__all__ = ["MAX_LINE_BYTES", "TRUNCATE_TO_CHARS", "render", "rfc3339_ns"]
 
 #: Loki refuses lines over 256 KB (``max_line_size``); a record is shrunk to fit below it.
 MAX_LINE_BYTES: Final = 256 * 1024 - 1024
 
 #: Strings longer than this are the first to be cut when a record is too large.
-_TRUNCATE_TO: Final = 1024
+TRUNCATE_TO_CHARS: Final = 1024
+_TRUNCATE_TO: Final = TRUNCATE_TO_CHARS
 
 _OPTIONS: Final = orjson.OPT_NON_STR_KEYS
 
-_second_prefix: tuple[int, str] = (-1, "")
+# The date and time up to the second, with the dot, by the decimal digits of the second:
+# records come many per second, so only the nanoseconds are formatted per call. One tuple,
+# replaced whole: threads read it safely.
+_second_prefix: tuple[str, str] = ("", "")
 
 
 def rfc3339_ns(ts_ns: int) -> str:
     """``2026-11-22T13:11:19.123456789Z`` for a UNIX time in nanoseconds."""
     global _second_prefix
-    seconds, nanos = divmod(ts_ns, 1_000_000_000)
+    if ts_ns < 1_000_000_000:  # before 1970-01-01T00:00:01: not worth a fast path
+        seconds, nanos = divmod(ts_ns, 1_000_000_000)
+        return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{nanos:09d}Z"
+    # The last nine decimal digits are the nanoseconds, zero-padded; the others the second.
+    digits = str(ts_ns)
     cached = _second_prefix
-    if cached[0] != seconds:
-        cached = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-        _second_prefix = cached
-    return f"{cached[1]}.{nanos:09d}Z"
+    if digits[:-9] != cached[0]:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(ts_ns // 1_000_000_000))
+        cached = _second_prefix = (digits[:-9], stamp)
+    return cached[1] + digits[-9:] + "Z"
 
 
 def _default(value: object) -> object:

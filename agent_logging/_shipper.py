@@ -2,7 +2,15 @@
 
 Loop: wait for the spool's ``wake`` (set when ``wake_bytes`` are pending) or
 ``batch_interval_s``, whichever comes first; then peek the oldest batch, push it, and ack it
-once Loki stored it; repeat until the spool is empty. Nothing leaves the spool before a 2xx
+once Loki stored it; go on while a full batch (``wake_bytes``) is pending, and leave the rest
+for the next wake. Shipping "until the spool is empty" instead, under a steady load, pushed
+the few hundred records appended during the previous push, each time with its own fsync,
+request and ack: per-batch costs that then dominated the shipper's CPU time per record and
+its share of the GIL. After a size wake the next wait is a short linger (``_LINGER_S``)
+rather than the interval, for as long as the load keeps at least an eighth of a batch
+coming per linger: batches stay large, and the last records of a burst wait no longer than
+that. :meth:`Shipper.flush`, :meth:`Shipper.stop` and spools that cannot say how much is
+pending (no ``pending_bytes``) ship until the spool is empty. Nothing leaves the spool before a 2xx
 (or a dead-letter write), so delivery is at-least-once and a crash costs only resends, which
 Loki de-duplicates (same stream, timestamp and line).
 
@@ -32,7 +40,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar
 import orjson
 
 from agent_logging._loki_client import PushResult
-from agent_logging._push import PushEntry, RecordLike, entries_from_records
+from agent_logging._push import PushEntry, RecordLike, entries_from_records, entry_from_record
 from agent_logging.errors import ConfigurationError
 
 __all__ = ["DEAD_LETTER_MAX_BYTES", "PushClient", "Shipper", "ShipperStats", "SpoolLike"]
@@ -49,6 +57,12 @@ _FLUSH_POLL_S: Final = 0.05
 # this much past a shorter deadline): ending takes microseconds plus a scheduling delay,
 # unless a push is in flight (then up to the client's timeout: stop() says False instead).
 _STOP_GRACE_S: Final = 0.25
+
+# Under a load that fills batches, what is left after the full ones ships once this long
+# passed without another size wake: records keep coming, so the next push is a large batch
+# (at 50,000 lines/s, 50 ms is about 2,500 records of 300 bytes, most of a 1 MiB batch),
+# while the last records of a burst wait no longer than this.
+_LINGER_S: Final = 0.05
 
 # 2**62 * any initial backoff is far past any cap; bounding the exponent keeps floats finite.
 _MAX_EXPONENT: Final = 62
@@ -96,8 +110,17 @@ class SpoolLike(Protocol[_B]):
     def stats(self) -> _StatsLike: ...
 
 
+# Optional on a SpoolLike: ``pending_bytes()`` (unacknowledged bytes, cheap) and
+# ``wake_bytes``. Without them the shipper ships until the spool is empty on every wake.
+
+
 class PushClient(Protocol):
-    """What the shipper needs of the Loki client (``LokiClient``)."""
+    """What the shipper needs of the Loki client (``LokiClient``).
+
+    A client that also has ``push_records(records, *, node_id_label, default_labels)``
+    (``LokiClient`` has) is handed the spooled records themselves: it encodes them without
+    building an entry per record, the shipper's fast path.
+    """
 
     def push(self, entries: Sequence[PushEntry], /) -> PushResult: ...
 
@@ -228,6 +251,7 @@ class Shipper:
         self._ship_lock = threading.Lock()  # one batch in flight per process: peek is shared
         self._progress = threading.Condition()
         self._stop = threading.Event()  # ends the thread
+        self._flush_all = threading.Event()  # the next wake ships everything (flush)
         self._cancel = threading.Event()  # ends a ship_pending() call
         self._kick = threading.Event()  # cuts a backoff wait short (flush, stop)
 
@@ -265,6 +289,7 @@ class Shipper:
             return self.ship_pending(timeout_s)
         deadline = self._clock() + timeout_s
         target = self._acked_records + self._pending_records()
+        self._flush_all.set()
         self._kick.set()
         self._spool.wake.set()
         while True:
@@ -361,18 +386,40 @@ class Shipper:
 
     def _run(self) -> None:
         wake = self._spool.wake
+        pending_bytes = getattr(self._spool, "pending_bytes", None)
+        lingering = False  # a size wake came, and the load has not dropped since
         while not self._stop.is_set():
             # Batching by size and age: the spool sets ``wake`` at ``wake_bytes`` pending;
-            # otherwise whatever is pending ships after ``batch_interval_s``.
-            wake.wait(self._batch_interval_s)
+            # otherwise what is pending ships after ``batch_interval_s`` (_LINGER_S under a
+            # load that fills batches: see the module docstring).
+            by_size = wake.wait(_LINGER_S if lingering else self._batch_interval_s)
             wake.clear()
             if self._stop.is_set():
                 break
             self._sync_spool()
-            self._ship_available(None, halt=self._stop)
+            if pending_bytes is None or self._flush_all.is_set():
+                self._flush_all.clear()
+                self._ship_available(None, halt=self._stop)
+                continue
+            if by_size:
+                lingering = True
+            elif pending_bytes() < self._full_batch_bytes() // 8:
+                lingering = False  # little came in one linger: back to the interval
+            self._ship_available(None, halt=self._stop, full_batches=pending_bytes)
 
-    def _ship_available(self, deadline: float | None, *, halt: threading.Event) -> bool:
-        """Ship batches until the spool is empty (True) or stop/deadline comes (False)."""
+    def _ship_available(
+        self,
+        deadline: float | None,
+        *,
+        halt: threading.Event,
+        full_batches: Callable[[], int] | None = None,
+    ) -> bool:
+        """Ship batches until the spool is empty (True) or stop/deadline comes (False).
+
+        With ``full_batches`` (the spool's ``pending_bytes``), stop early (True) once less
+        than a full batch is pending after a push: the records appended meanwhile wait for
+        the next wake.
+        """
         while not halt.is_set():
             if deadline is not None and self._clock() >= deadline:
                 return False
@@ -388,7 +435,16 @@ class Shipper:
                 return True
             if not shipped:
                 return False
+            if full_batches is not None and full_batches() < self._full_batch_bytes():
+                return True
         return False
+
+    def _full_batch_bytes(self) -> int:
+        # The spool's wake threshold when it has one: it may ask for smaller batches.
+        wake_bytes = getattr(self._spool, "wake_bytes", None)
+        if isinstance(wake_bytes, int) and 0 < wake_bytes < self._max_batch_bytes:
+            return wake_bytes
+        return self._max_batch_bytes
 
     def _ship_next(self, deadline: float | None, *, halt: threading.Event) -> bool | None:
         """Deliver and ack the oldest batch: None if none, False if stop/deadline came first."""
@@ -402,7 +458,12 @@ class Shipper:
                 )
                 if batch is None:
                     return None
-                outcome = self._deliver(batch.records, deadline, halt=halt)
+                outcome = self._deliver(
+                    batch.records,
+                    deadline,
+                    halt=halt,
+                    payload_bytes=getattr(batch, "payload_bytes", -1),
+                )
                 if outcome is _Delivery.DONE:
                     self._spool.ack(batch)
             finally:
@@ -421,24 +482,31 @@ class Shipper:
         return True
 
     def _deliver(
-        self, records: Sequence[RecordLike], deadline: float | None, *, halt: threading.Event
+        self,
+        records: Sequence[RecordLike],
+        deadline: float | None,
+        *,
+        halt: threading.Event,
+        payload_bytes: int = -1,
     ) -> _Delivery:
-        """Push records until each is stored or dead-lettered, or stop/deadline comes."""
-        entries = entries_from_records(
-            records, node_id_label=self._node_id_label, default_labels=self._default_labels
-        )
+        """Push records until each is stored or dead-lettered, or stop/deadline comes.
+
+        ``payload_bytes`` is the records' payload size when the spool counted it (-1: not).
+        """
         # Half-open ranges still to push, the next one last. A refused range is replaced by
         # its two halves; a retry in the middle of a split repeats only the range that
         # failed, so parts already delivered are not resent while the batch is worked through.
-        whole = (0, len(entries))
+        whole = (0, len(records))
         pending = [whole]
         while pending:
             low, high = pending[-1]
-            result = self._push(entries[low:high])
+            result = self._push(records, low, high)
             if result.outcome == "ok":
                 pending.pop()
                 shipped = records[low:high]
-                self._note_success(result, len(shipped), sum(len(r.payload) for r in shipped))
+                if (low, high) != whole or payload_bytes < 0:
+                    payload_bytes = sum(len(r.payload) for r in shipped)
+                self._note_success(result, len(shipped), payload_bytes)
                 continue
             if result.outcome == "reject":
                 with self._stats_lock:
@@ -450,7 +518,7 @@ class Shipper:
                     pending.append((low, middle))
                     continue
                 try:
-                    self._dead_letter(entries[low], result)
+                    self._dead_letter(self._entry(records[low]), result)
                 except OSError as exc:
                     # Not recorded, so not acked: kept in the spool and retried after backoff.
                     reason = f"cannot write dead-letter file {self.dead_letter_path}: {exc}"
@@ -467,11 +535,33 @@ class Shipper:
                 return _Delivery.AGAIN
         return _Delivery.DONE
 
-    def _push(self, entries: Sequence[PushEntry]) -> PushResult:
+    def _push(self, records: Sequence[RecordLike], low: int, high: int) -> PushResult:
+        """Push ``records[low:high]``; never raises."""
         try:
+            push_records = getattr(self._client, "push_records", None)
+            if push_records is not None:
+                result: PushResult = push_records(
+                    records[low:high],
+                    node_id_label=self._node_id_label,
+                    default_labels=self._default_labels,
+                )
+                return result
+            entries = entries_from_records(
+                records[low:high],
+                node_id_label=self._node_id_label,
+                default_labels=self._default_labels,
+            )
             return self._client.push(entries)
         except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
             return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+
+    def _entry(self, record: RecordLike) -> PushEntry:
+        return entry_from_record(
+            record.ts_ns,
+            record.payload,
+            node_id_label=self._node_id_label,
+            default_labels=self._default_labels,
+        )
 
     def _backoff(
         self, retry_after_s: float | None, deadline: float | None, *, halt: threading.Event

@@ -4,15 +4,16 @@ A spool is one directory owned by one process at a time: a lock file, append-onl
 files and an ack file (the layout, replay and the reading of segment files are in
 ``_segments``; this module holds the live spool's state).
 
-Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own ``ts_ns``)
-and hands it to the OS with ONE ``os.write`` on an ``O_APPEND`` fd under one lock, so a
-returned call survives a SIGKILL of the process; only power loss needs the fsync policy. It
-never touches the network and never raises on a full spool or a failed write: it returns
-False and counts. A new segment starts at every open (the previous run's last segment may end
-in a torn frame, and nothing is ever appended after one) and whenever the next frame would
-take the active segment past ``segment_bytes``. A failed or short write is cut off again with
-``ftruncate``; when even that fails the spool rotates before the next write. Files are created
-0600 and the directory 0700: records are redacted, but they are still operational detail.
+Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own ``ts_ns`` and
+its stream key, see ``_framing``) and hands it to the OS with ONE ``os.write`` on an
+``O_APPEND`` fd under one lock, so a returned call survives a SIGKILL of the process; only
+power loss needs the fsync policy. It never touches the network and never raises on a full
+spool or a failed write: it returns False and counts. A new segment starts at every open (the
+previous run's last segment may end in a torn frame, and nothing is ever appended after one)
+and whenever the next frame would take the active segment past ``segment_bytes``. A failed or
+short write is cut off again with ``ftruncate``; when even that fails the spool rotates before
+the next write. Files are created 0600 and the directory 0700: records are redacted, but they
+are still operational detail.
 
 Reading and acknowledgement (at-least-once). One shipper thread calls :meth:`Spool.peek_batch`,
 delivers the batch and calls :meth:`Spool.ack`. A peek never consumes: until its ack the same
@@ -46,7 +47,10 @@ Costs, measured with ``timeit`` in a tmp dir on the development machine (ext4 on
 disk, 2 shared and noisy cores, CPython 3.11, 200-byte records; medians of 7 runs): ``append``
 3-4.5 µs, of which one bare ``os.write`` is 1.1-1.3 µs and ``encode_frame`` + lock +
 ``os.write`` together 3.1-3.6 µs, so the bookkeeping is within the noise (expect about half
-on a desktop CPU). ``peek_batch`` costs about 6 µs per record.
+on a desktop CPU). ``peek_batch`` + ``ack`` of 1 MiB batches, fsync included, cost about 4 µs
+per record on a loaded machine (``python -m benchmarks.ship``'s breakdown; 6.6-11.5 µs before
+the single-loop batch read of ``_segments.read_segment``). :meth:`Spool.pending_bytes` tells
+the shipper, without a lock, whether a full batch is waiting.
 
 fsync policy (``fsync``):
 
@@ -131,6 +135,8 @@ class Batch:
     records: tuple[SpooledRecord, ...]
     end: SpoolPosition
     start: SpoolPosition
+    #: The records' payload bytes (-1: not counted yet, :meth:`Spool.ack` counts them).
+    payload_bytes: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +294,7 @@ class Spool:
 
     # -- writing (any thread) ------------------------------------------------------------
 
-    def append(self, ts_ns: int, payload: bytes) -> bool:
+    def append(self, ts_ns: int, payload: bytes, key: int = 0) -> bool:
         """Store one record, durable against a kill of the process once this returns True.
 
         Never blocks on the network; blocks at most ``block_timeout_s`` under ``block``.
@@ -296,16 +302,17 @@ class Spool:
         Args:
             ts_ns: the record's timestamp (nanoseconds since the epoch), kept through resends.
             payload: the rendered line, UTF-8, without a newline.
+            key: the record's stream key (``_push.stream_key``), 0 when it has none.
 
         Returns:
             True when stored; False when dropped (spool full or closed) or when the write
             failed, each counted in :meth:`stats` (``dropped``, ``write_errors``).
 
         Raises:
-            ValueError: the payload exceeds 16 MiB or ``ts_ns`` is out of range: a caller bug
-                (Loki's default line limit is 256 KB).
+            ValueError: the payload exceeds 16 MiB or ``ts_ns`` or ``key`` is out of range: a
+                caller bug (Loki's default line limit is 256 KB).
         """
-        frame = encode_frame(ts_ns, payload)
+        frame = encode_frame(ts_ns, payload, key)
         size = len(frame)
         with self._lock:
             active = self._active
@@ -325,10 +332,10 @@ class Spool:
             active.bytes += size
             self._appended += 1
             before = self._bytes
-            self._bytes = before + size
+            self._bytes = after = before + size
             if self._fsync_always:
                 self._fsync_active()
-            if before < self.wake_bytes <= before + size:
+            if before < self.wake_bytes <= after:
                 self.wake.set()  # on the crossing only: Event.set takes a lock of its own
             return True
 
@@ -523,7 +530,7 @@ class Spool:
                         segment is not self._active,
                     )
                 try:
-                    records, end, torn, corrupt = read_segment(
+                    records, end, payload_bytes, torn, corrupt = read_segment(
                         segment.path,
                         start.offset,
                         limit,
@@ -542,7 +549,9 @@ class Spool:
                     self._corrupt += corrupt
                     segment.checked = max(checked, end)
                     if records:
-                        return Batch(tuple(records), SpoolPosition(segment.seq, end), start)
+                        return Batch(
+                            tuple(records), SpoolPosition(segment.seq, end), start, payload_bytes
+                        )
                     self._head_offset = end  # [start, end) held only damage: skip it for good
                     if segment.size != limit or sealed != (segment is not self._active):
                         continue  # it grew or was sealed while we read
@@ -593,7 +602,10 @@ class Spool:
                         f"the oldest unacknowledged record is at {tuple(head)}"
                     )
                 count = len(batch.records)
-                framed = count * HEADER_BYTES + sum(len(r.payload) for r in batch.records)
+                payload_bytes = batch.payload_bytes
+                if payload_bytes < 0:
+                    payload_bytes = sum(len(r.payload) for r in batch.records)
+                framed = count * HEADER_BYTES + payload_bytes
                 segment.records -= count
                 segment.bytes -= framed
                 self._bytes -= framed
@@ -623,6 +635,13 @@ class Spool:
                 self._write_errors += 1
 
     # -- state ---------------------------------------------------------------------------
+
+    def pending_bytes(self) -> int:
+        """Unacknowledged framed bytes: what :attr:`wake` compares with :attr:`wake_bytes`.
+
+        Cheap (no lock, no I/O), for the shipper to decide whether a full batch waits.
+        """
+        return self._bytes
 
     def stats(self) -> SpoolStats:
         """A snapshot of the counters (see :class:`SpoolStats`).

@@ -22,11 +22,14 @@ agent_logging spools every record (``--outage-records``) while its RSS is sample
 50 ms; LokiHandler pays a refused connection per record, so it logs fewer; LokiQueueHandler
 queues what its listener has not yet failed to send.
 
-A per-record cost breakdown by stage (pipeline, spool append, peek, entry mapping,
-protobuf, snappy, and the test server's own decode + store) explains the throughput.
+A per-record cost breakdown by stage (pipeline, spool append, peek, the shipper's
+``encode_records`` and, for reference, the entry path it replaces (entry mapping + protobuf),
+snappy, and the test server's own decode + store) explains the throughput.
 
-Run: ``python -m benchmarks.ship [--records N] [--quick] [--skip-baselines]
-[--skip-breakdown] [--json]``; ``--help`` lists every count. The default run takes
+Run: ``python -m benchmarks.ship [--records N] [--repeat N] [--sink-only] [--quick]
+[--skip-baselines] [--skip-breakdown] [--json]``; ``--help`` lists every count.
+``--repeat N`` runs the counting-sink scenario N times and keeps the fastest (the machine is
+shared); ``--sink-only`` runs nothing else. The default run takes
 about 1.5-2 minutes on 2 cores; ``--quick`` divides every count by 10 (about 30 s).
 """
 
@@ -241,7 +244,12 @@ def child_breakdown(records: int) -> None:
 
     import agent_logging
     from agent_logging import _state
-    from agent_logging._push import encode_protobuf, entries_from_records
+    from agent_logging._push import (
+        encode_protobuf,
+        encode_records,
+        entries_from_records,
+        stream_key,
+    )
     from agent_logging._spool import Spool, SpooledRecord
     from tests.lokisim._http import _count_entries
     from tests.lokisim._limits import Limits
@@ -273,8 +281,8 @@ def child_breakdown(records: int) -> None:
     records_out: list[SpooledRecord] = []
 
     class Capture:
-        def write(self, ts_ns: int, line: bytes, record: object) -> None:
-            records_out.append(SpooledRecord(ts_ns, line))
+        def write(self, ts_ns: int, line: bytes, record: dict[str, Any]) -> None:
+            records_out.append(SpooledRecord(ts_ns, line, stream_key(record)))
 
         def close(self, timeout_s: float) -> None:
             return None
@@ -298,7 +306,7 @@ def child_breakdown(records: int) -> None:
             spools.append(spool)
             append = spool.append
             for record in records_out:
-                append(record.ts_ns, record.payload)
+                append(record.ts_ns, record.payload, record.key)
 
         timed("spool append (one os.write)", append_all, len(records_out))
 
@@ -320,10 +328,16 @@ def child_breakdown(records: int) -> None:
     def map_batch() -> list[Any]:
         return entries_from_records(batch, node_id_label=False, default_labels=defaults)
 
+    def encode_batch() -> bytes:
+        return encode_records(batch, node_id_label=False, default_labels=defaults)
+
+    timed("encode_records (keyed records -> protobuf)", encode_batch, len(batch), 5)
     timed("entries_from_records (JSON -> entry)", map_batch, len(batch), 5)
     entries = map_batch()
-    timed("encode_protobuf", lambda: encode_protobuf(entries), len(entries), 5)
+    timed("encode_protobuf (entries -> protobuf)", lambda: encode_protobuf(entries), len(batch), 5)
     message = encode_protobuf(entries)
+    if message != encode_batch():
+        raise RuntimeError("encode_records and encode_protobuf disagree")
     timed("snappy compress", lambda: cramjam.snappy.compress_raw(message), len(entries), 5)
     body = bytes(cramjam.snappy.compress_raw(message))
     headers = {"content-type": "application/x-protobuf"}
@@ -418,6 +432,12 @@ def main() -> None:
         "--paced-records", type=int, default=10_000, help="agent_logging, paced, up and down"
     )
     parser.add_argument("--paced-rate", type=float, default=2_000.0, help="calls/s when paced")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of the counting-sink scenario (best kept)"
+    )
+    parser.add_argument(
+        "--sink-only", action="store_true", help="run only the counting-sink scenario"
+    )
     parser.add_argument("--quick", action="store_true", help="divide every count by 10")
     parser.add_argument("--skip-baselines", action="store_true")
     parser.add_argument("--skip-breakdown", action="store_true")
@@ -439,10 +459,12 @@ def main() -> None:
     print(f"machine: {machine_note()}")
     began = time.monotonic()
     runs: dict[str, dict[str, Any]] = {}
+    if args.sink_only:
+        _sink_best(args.records, args.repeat, verbose=True)
+        return
     with LokiProcess() as loki:
         runs["ours"] = _run("durable", args.server_records, url=loki.url, loki=loki)
-    with LokiProcess(sink=True) as sink:
-        runs["ours_sink"] = _run("durable", args.records, url=sink.url, loki=sink)
+    runs["ours_sink"] = _sink_best(args.records, args.repeat)
     runs["reference"] = _run("reference", min(args.records, 100_000))
     runs["ours_down"] = _run("durable", args.outage_records, url=closed_port_url())
     # The same calls at a service-like pace, so the shipper's share of the GIL is small:
@@ -464,6 +486,28 @@ def main() -> None:
     _report(runs, time.monotonic() - began)
     if args.json:
         print(json.dumps(runs))
+
+
+def _sink_best(records: int, repeat: int, *, verbose: bool = False) -> dict[str, Any]:
+    """The counting-sink scenario ``repeat`` times, each against a fresh sink; the fastest.
+
+    The machine is shared: the best of a few runs is the one least disturbed.
+    """
+    best: dict[str, Any] = {}
+    for _ in range(max(1, repeat)):
+        with LokiProcess(sink=True) as sink:
+            run = _run("durable", records, url=sink.url, loki=sink)
+        rate = _rate(run)
+        if verbose:
+            shown = "timeout" if rate is None else f"{rate:,.0f}"
+            print(
+                f"  counting sink: {records:,} records, {shown} lines/s, "
+                f"{run['cpu_us']:.1f} CPU µs/record, {run['call_us']:.1f} µs/call",
+                flush=True,
+            )
+        if rate is not None and rate > (_rate(best) or 0.0):
+            best = run
+    return best or run
 
 
 def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:

@@ -20,19 +20,22 @@ from agent_logging._framing import (
     encode_frame,
     iter_frames,
     read_frames,
+    take_frames,
 )
 
 records_st = st.lists(
-    st.tuples(st.integers(0, 2**64 - 1), st.binary(max_size=300)), min_size=1, max_size=12
+    st.tuples(st.integers(0, 2**64 - 1), st.binary(max_size=300), st.integers(0, 2**64 - 1)),
+    min_size=1,
+    max_size=12,
 )
 
 
-def _stream(records: list[tuple[int, bytes]]) -> tuple[bytes, list[Frame]]:
+def _stream(records: list[tuple[int, bytes, int]]) -> tuple[bytes, list[Frame]]:
     """The encoded stream and the frames a reader must find in it."""
     out, frames, offset = b"", [], 0
-    for ts_ns, payload in records:
-        frames.append(Frame(offset, ts_ns, payload))
-        encoded = encode_frame(ts_ns, payload)
+    for ts_ns, payload, key in records:
+        frames.append(Frame(offset, ts_ns, payload, key))
+        encoded = encode_frame(ts_ns, payload, key)
         out += encoded
         offset += len(encoded)
     return out, frames
@@ -40,75 +43,87 @@ def _stream(records: list[tuple[int, bytes]]) -> tuple[bytes, list[Frame]]:
 
 def test_encode_literal_layout() -> None:
     payload = b'{"event":"x"}'
-    checked = (13).to_bytes(4, "little") + (1700000000123456789).to_bytes(8, "little")
+    checked = (
+        (13).to_bytes(4, "little")
+        + (1700000000123456789).to_bytes(8, "little")
+        + (0x0102030405060708).to_bytes(8, "little")
+    )
     crc = zlib.crc32(checked + payload).to_bytes(4, "little")
-    assert encode_frame(1700000000123456789, payload) == b"\xf7\x01" + crc + checked + payload
-    assert HEADER_BYTES == 18
+    framed = encode_frame(1700000000123456789, payload, 0x0102030405060708)
+    assert framed == b"\xf7\x02" + crc + checked + payload
+    assert HEADER_BYTES == 26
+    assert encode_frame(5, b"x")[18:26] == b"\0" * 8  # no key: 0
 
 
 def test_decode_literal_stream() -> None:
     stream = encode_frame(1, b"a") + encode_frame(2, b"") + encode_frame(3, b"ccc")
-    assert list(iter_frames(stream)) == [(0, 1, b"a"), (19, 2, b""), (37, 3, b"ccc")]
-    assert list(iter_frames(stream, start=19)) == [(19, 2, b""), (37, 3, b"ccc")]
+    assert list(iter_frames(stream)) == [(0, 1, b"a", 0), (27, 2, b"", 0), (53, 3, b"ccc", 0)]
+    assert list(iter_frames(stream, start=27)) == [(27, 2, b"", 0), (53, 3, b"ccc", 0)]
     assert list(iter_frames(b"")) == []
 
 
 def test_refuses_oversized_payload_and_bad_timestamp() -> None:
     with pytest.raises(ValueError, match=r"at most 16777216 bytes; this one has 16777217"):
         encode_frame(0, b"\0" * (MAX_PAYLOAD_BYTES + 1))
-    with pytest.raises(ValueError, match=r"ts_ns must be in 0 \.\. 2\*\*64 - 1, not -1"):
+    with pytest.raises(ValueError, match=r"must be in 0 \.\. 2\*\*64 - 1, not -1 and 0"):
         encode_frame(-1, b"x")
     with pytest.raises(ValueError, match=r"not 18446744073709551616"):
         encode_frame(2**64, b"x")
+    with pytest.raises(ValueError, match=r"not 1 and -2"):
+        encode_frame(1, b"x", -2)
 
 
 def test_largest_payload_round_trips() -> None:
     payload = b"z" * MAX_PAYLOAD_BYTES
-    assert list(iter_frames(encode_frame(7, payload))) == [(0, 7, payload)]
+    assert list(iter_frames(encode_frame(7, payload, 9))) == [(0, 7, payload, 9)]
 
 
 def test_torn_header_and_torn_payload() -> None:
     stream = encode_frame(1, b"first") + encode_frame(2, b"second")
-    assert list(iter_frames(stream[:30])) == [(0, 1, b"first"), TornTail(23, 30)]
-    assert list(iter_frames(stream[:46])) == [(0, 1, b"first"), TornTail(23, 46)]
+    assert list(iter_frames(stream[:40])) == [(0, 1, b"first", 0), TornTail(31, 40)]
+    assert list(iter_frames(stream[:62])) == [(0, 1, b"first", 0), TornTail(31, 62)]
 
 
 def test_corrupt_middle_frame_is_skipped() -> None:
     stream = bytearray(encode_frame(1, b"one") + encode_frame(2, b"two") + encode_frame(3, b"3"))
-    stream[21 + 19] ^= 0x40  # a payload byte of the second frame
-    assert list(iter_frames(bytes(stream))) == [(0, 1, b"one"), Corrupt(21, 42), (42, 3, b"3")]
+    stream[29 + 27] ^= 0x40  # a payload byte of the second frame
+    assert list(iter_frames(bytes(stream))) == [
+        (0, 1, b"one", 0),
+        Corrupt(29, 58),
+        (58, 3, b"3", 0),
+    ]
 
 
 def test_zero_filled_tail_is_torn() -> None:
     # What a power loss can leave: the file's size grew, its last block never got written.
     stream = encode_frame(1, b"kept") + b"\0" * 40
-    assert list(iter_frames(stream)) == [(0, 1, b"kept"), TornTail(22, 62)]
+    assert list(iter_frames(stream)) == [(0, 1, b"kept", 0), TornTail(30, 70)]
 
 
 def test_damaged_length_claiming_beyond_the_end_does_not_hide_later_frames() -> None:
     stream = bytearray(encode_frame(1, b"one") + encode_frame(2, b"two"))
     stream[6:10] = (1000).to_bytes(4, "little")  # length of the first frame, now past the end
-    assert list(iter_frames(bytes(stream))) == [Corrupt(0, 21), (21, 2, b"two")]
+    assert list(iter_frames(bytes(stream))) == [Corrupt(0, 29), (29, 2, b"two", 0)]
 
 
 def test_short_read_ends_the_stream() -> None:
     stream = encode_frame(1, b"one") + encode_frame(2, b"two")
 
-    def read(offset: int, size: int) -> bytes:  # a file truncated to 30 bytes under us
-        return stream[offset : min(offset + size, 30)]
+    def read(offset: int, size: int) -> bytes:  # a file truncated to 40 bytes under us
+        return stream[offset : min(offset + size, 40)]
 
     assert list(read_frames(read, 0, len(stream), window_bytes=8)) == [
-        (0, 1, b"one"),
-        TornTail(21, 30),
+        (0, 1, b"one", 0),
+        TornTail(29, 40),
     ]
 
 
 def test_resync_finds_a_mark_straddling_two_windows() -> None:
-    stream = b"\0" * 18 + encode_frame(5, b"ok")
-    # The second window holds bytes 1..18: the frame's 0xF7 is its last byte, 0x01 is not.
-    assert list(read_frames(_slicer(stream), 0, len(stream), window_bytes=18)) == [
-        Corrupt(0, 18),
-        (18, 5, b"ok"),
+    stream = b"\0" * 26 + encode_frame(5, b"ok")
+    # The second window holds bytes 1..26: the frame's 0xF7 is its last byte, 0x02 is not.
+    assert list(read_frames(_slicer(stream), 0, len(stream), window_bytes=26)) == [
+        Corrupt(0, 26),
+        (26, 5, b"ok", 0),
     ]
 
 
@@ -117,7 +132,7 @@ def _slicer(buf: bytes) -> Callable[[int, int], bytes]:
 
 
 @given(records_st)
-def test_round_trip(records: list[tuple[int, bytes]]) -> None:
+def test_round_trip(records: list[tuple[int, bytes, int]]) -> None:
     stream, frames = _stream(records)
     decoded = list(iter_frames(stream))
     assert decoded == frames
@@ -126,7 +141,7 @@ def test_round_trip(records: list[tuple[int, bytes]]) -> None:
 
 @given(records_st, st.data())
 def test_truncation_keeps_every_complete_frame_then_reports_a_torn_tail(
-    records: list[tuple[int, bytes]], data: st.DataObject
+    records: list[tuple[int, bytes, int]], data: st.DataObject
 ) -> None:
     stream, frames = _stream(records)
     cut = data.draw(st.integers(0, len(stream)))
@@ -140,7 +155,7 @@ def test_truncation_keeps_every_complete_frame_then_reports_a_torn_tail(
 
 @given(records_st, st.data())
 def test_a_flipped_byte_loses_only_its_own_frame(
-    records: list[tuple[int, bytes]], data: st.DataObject
+    records: list[tuple[int, bytes, int]], data: st.DataObject
 ) -> None:
     stream, frames = _stream(records)
     victim = data.draw(st.integers(0, len(frames) - 1))
@@ -159,7 +174,7 @@ def test_a_flipped_byte_loses_only_its_own_frame(
 
 @given(records_st, st.data())
 def test_many_flipped_bytes_lose_only_their_frames(
-    records: list[tuple[int, bytes]], data: st.DataObject
+    records: list[tuple[int, bytes, int]], data: st.DataObject
 ) -> None:
     stream, frames = _stream(records)
     damaged = bytearray(stream)
@@ -184,7 +199,7 @@ def test_garbage_never_raises_and_items_tile_the_input(buf: bytes, start: int) -
     for index, item in enumerate(decoded):
         assert item.offset == position
         if isinstance(item, Frame):
-            assert buf[item.offset : item.end] == encode_frame(item.ts_ns, item.payload)
+            assert buf[item.offset : item.end] == encode_frame(item.ts_ns, item.payload, item.key)
         if isinstance(item, TornTail):
             assert index == len(decoded) - 1
         position = item.end
@@ -193,7 +208,7 @@ def test_garbage_never_raises_and_items_tile_the_input(buf: bytes, start: int) -
 
 @given(records_st, st.data())
 def test_windowed_reading_and_counting_match_whole_buffer_decoding(
-    records: list[tuple[int, bytes]], data: st.DataObject
+    records: list[tuple[int, bytes, int]], data: st.DataObject
 ) -> None:
     stream, _ = _stream(records)
     damaged = bytearray(stream)
@@ -215,3 +230,55 @@ def test_windowed_reading_and_counting_match_whole_buffer_decoding(
         torn=sum(isinstance(item, TornTail) for item in whole),
         corrupt=sum(isinstance(item, Corrupt) for item in whole),
     )
+
+
+def test_take_frames_literal() -> None:
+    stream = encode_frame(1, b"one", 7) + encode_frame(2, b"two") + encode_frame(3, b"three")
+    out: list[tuple[int, bytes, int]] = []
+    assert take_frames(stream, 0, 10, 100, tuple, out) == (len(stream), 11, True)
+    assert out == [(1, b"one", 7), (2, b"two", 0), (3, b"three", 0)]
+    out = []
+    assert take_frames(stream, 0, 2, 100, tuple, out) == (58, 6, False)  # max_records
+    out = []
+    assert take_frames(stream, 0, 10, 5, tuple, out) == (29, 3, False)  # byte budget
+    out = []
+    assert take_frames(stream, 0, 10, 1, tuple, out) == (29, 3, False)  # one comes alone
+    out = []
+    assert take_frames(stream[:70], 29, 10, 100, tuple, out) == (58, 3, True)  # cut short
+    damaged = bytearray(stream)
+    damaged[29 + 27] ^= 1
+    out = []
+    assert take_frames(bytes(damaged), 0, 10, 100, tuple, out) == (29, 3, False)
+    assert out == [(1, b"one", 7)]
+
+
+@given(records_st, st.data())
+def test_take_frames_takes_the_intact_prefix(
+    records: list[tuple[int, bytes, int]], data: st.DataObject
+) -> None:
+    stream, _ = _stream(records)
+    damaged = bytearray(stream)
+    for spot in data.draw(st.lists(st.integers(0, len(stream) - 1), max_size=2)):
+        damaged[spot] ^= 0xFF
+    cut = data.draw(st.integers(0, len(damaged)))
+    buf = bytes(damaged[:cut])
+    max_records = data.draw(st.integers(1, 13))
+    max_bytes = data.draw(st.integers(1, 4000))
+    out: list[tuple[int, bytes, int]] = []
+    end, size, window_ended = take_frames(buf, 0, max_records, max_bytes, tuple, out)
+    # What take_frames takes is the run of intact frames iter_frames finds first, cut to the
+    # limits; it stops at the first damage without reporting it.
+    expected: list[tuple[int, bytes, int]] = []
+    total = 0
+    for item in iter_frames(buf):
+        if not isinstance(item, Frame) or len(expected) >= max_records:
+            break
+        if expected and total + len(item.payload) > max_bytes:
+            break
+        expected.append((item.ts_ns, item.payload, item.key))
+        total += len(item.payload)
+    assert out == expected
+    assert size == total
+    assert end == sum(HEADER_BYTES + len(payload) for _, payload, _ in out)
+    if window_ended:
+        assert end == len(buf) or end + HEADER_BYTES > len(buf) or buf[end : end + 2] == b"\xf7\x02"

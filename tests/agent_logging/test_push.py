@@ -345,6 +345,8 @@ def test_protobuf_timestamp_zero_and_empty_line() -> None:
 
 def test_metadata_field_cache_empties_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_push, "_MAX_CACHED_FIELDS", 2)
+    monkeypatch.setattr(_push, "_metadata_fields", {})  # whatever other tests cached
+    monkeypatch.setattr(_push, "_metadata_blocks", {})
     entries = [
         PushEntry((("a", "b"),), 1, "x", (("allocation_id", f"a-{i}"), ("level", "info")))
         for i in range(5)

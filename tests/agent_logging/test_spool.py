@@ -20,8 +20,8 @@ from agent_logging._framing import encode_frame
 from agent_logging._spool import Batch, Spool, SpooledRecord, SpoolPosition, read_all
 from agent_logging.errors import ConfigurationError, SpoolError
 
-FRAME = 27  # an 18-byte header and a 9-byte payload
-SMALL = {"segment_bytes": 60, "max_bytes": 1000}  # two frames per segment
+FRAME = 35  # a 26-byte header and a 9-byte payload
+SMALL = {"segment_bytes": 76, "max_bytes": 1000}  # two frames per segment
 
 
 def rec(n: int) -> bytes:
@@ -75,7 +75,7 @@ def test_append_peek_ack_round_trip(spool: Spool) -> None:
     fill(spool, range(2))
     stats = spool.stats()
     assert (stats.records, stats.bytes, stats.oldest_ts_ns) == (2, 2 * FRAME, 1000)
-    assert (stats.appended, stats.dropped, stats.segments, stats.disk_bytes) == (2, 0, 1, 54)
+    assert (stats.appended, stats.dropped, stats.segments, stats.disk_bytes) == (2, 0, 1, 70)
 
     batch = spool.peek_batch()
     assert batch is not None
@@ -113,8 +113,8 @@ def test_acks_come_in_order_and_once(spool: Spool) -> None:
     spool.ack(first)
     with pytest.raises(SpoolError, match=r"ack out of order: the batch starts at \(1, 0\), "):
         spool.ack(first)
-    stranger = Batch((SpooledRecord(1, b"x"),), SpoolPosition(1, 81), SpoolPosition(1, 54))
-    with pytest.raises(SpoolError, match=r"the oldest unacknowledged record is at \(1, 27\)"):
+    stranger = Batch((SpooledRecord(1, b"x"),), SpoolPosition(1, 105), SpoolPosition(1, 70))
+    with pytest.raises(SpoolError, match=r"the oldest unacknowledged record is at \(1, 35\)"):
         spool.ack(stranger)
     assert drain(spool) == [rec(1), rec(2)]
 
@@ -138,7 +138,7 @@ def test_rotation_batches_per_segment_and_deletion_after_ack(spool: Spool, direc
     assert drain(spool) == [rec(2), rec(3), rec(4)]
     # The active segment stays; the acked position is persisted inside it.
     assert segment_names(directory) == ["seg-0000000000000003.spool"]
-    assert (directory / "acked").read_text() == "1 3 27\n"
+    assert (directory / "acked").read_text() == "1 3 35\n"
 
 
 def test_restart_replays_exactly_the_unacked_records_in_order(directory: Path) -> None:
@@ -221,12 +221,12 @@ def test_corrupt_middle_frame_is_skipped_and_the_rest_kept(directory: Path) -> N
         fill(spool, range(3))
     first = directory / "seg-0000000000000001.spool"
     data = bytearray(first.read_bytes())
-    data[FRAME + 20] ^= 0x01  # a payload byte of the second record
+    data[FRAME + 28] ^= 0x01  # a payload byte of the second record
     first.write_bytes(bytes(data))
 
     with Spool.open(directory) as spool:
         stats = spool.stats()
-        assert (stats.records, stats.bytes, stats.corrupt, stats.torn) == (2, 54, 1, 0)
+        assert (stats.records, stats.bytes, stats.corrupt, stats.torn) == (2, 70, 1, 0)
         assert drain(spool) == [rec(0), rec(2)]
         assert spool.stats().corrupt == 1
 
@@ -236,7 +236,7 @@ def test_damage_in_the_active_segment_is_counted_once(directory: Path) -> None:
         fill(spool, range(3))
         fd = os.open(directory / "seg-0000000000000001.spool", os.O_WRONLY)
         try:
-            os.pwrite(fd, b"#", FRAME + 20)  # a payload byte of the second record
+            os.pwrite(fd, b"#", FRAME + 28)  # a payload byte of the second record
         finally:
             os.close(fd)
         for _ in range(2):  # peeking again without an ack must not count it again
@@ -270,19 +270,19 @@ def test_unreadable_segment_is_set_aside(directory: Path) -> None:
 
 
 def test_drop_newest_refuses_and_counts(directory: Path) -> None:
-    with Spool.open(directory, segment_bytes=60, max_bytes=120, full_policy="drop_newest") as spool:
+    with Spool.open(directory, segment_bytes=76, max_bytes=152, full_policy="drop_newest") as spool:
         fill(spool, range(4))
         assert spool.append(1004, rec(4)) is False
         assert spool.append(1005, rec(5)) is False
         stats = spool.stats()
-        assert (stats.records, stats.dropped, stats.appended, stats.disk_bytes) == (4, 2, 4, 108)
+        assert (stats.records, stats.dropped, stats.appended, stats.disk_bytes) == (4, 2, 4, 140)
         assert drain(spool) == [rec(n) for n in range(4)]
 
 
 def test_drop_oldest_deletes_the_oldest_segment_and_counts_its_records(
     directory: Path,
 ) -> None:
-    with Spool.open(directory, segment_bytes=60, max_bytes=120) as spool:
+    with Spool.open(directory, segment_bytes=76, max_bytes=152) as spool:
         fill(spool, range(5))
         stats = spool.stats()
         assert (stats.records, stats.dropped, stats.appended, stats.oldest_ts_ns) == (
@@ -296,7 +296,7 @@ def test_drop_oldest_deletes_the_oldest_segment_and_counts_its_records(
 
 
 def test_drop_oldest_takes_the_segment_of_a_batch_in_flight(directory: Path) -> None:
-    with Spool.open(directory, segment_bytes=60, max_bytes=120) as spool:
+    with Spool.open(directory, segment_bytes=76, max_bytes=152) as spool:
         fill(spool, range(4))
         in_flight = spool.peek_batch()
         assert in_flight is not None
@@ -320,7 +320,7 @@ class _SignallingCondition(threading.Condition):
 
 def test_block_waits_for_an_ack_from_another_thread(directory: Path) -> None:
     with Spool.open(
-        directory, segment_bytes=60, max_bytes=120, full_policy="block", block_timeout_s=30.0
+        directory, segment_bytes=76, max_bytes=152, full_policy="block", block_timeout_s=30.0
     ) as spool:
         fill(spool, range(4))
         waiting = threading.Event()
@@ -340,7 +340,7 @@ def test_block_waits_for_an_ack_from_another_thread(directory: Path) -> None:
 
 def test_block_gives_up_after_its_timeout_and_counts(directory: Path) -> None:
     with Spool.open(
-        directory, segment_bytes=60, max_bytes=120, full_policy="block", block_timeout_s=0.01
+        directory, segment_bytes=76, max_bytes=152, full_policy="block", block_timeout_s=0.01
     ) as spool:
         fill(spool, range(4))
         assert spool.append(1004, rec(4)) is False
@@ -385,7 +385,7 @@ def test_oversized_record_is_refused(spool: Spool) -> None:
     [
         ({"full_policy": "drop_random"}, "full_policy must be one of drop_oldest, drop_newest"),
         ({"fsync": "sometimes"}, "fsync must be one of batch, interval, always, never"),
-        ({"segment_bytes": 100, "max_bytes": 150}, r"segment_bytes \(100\) must exceed 18"),
+        ({"segment_bytes": 100, "max_bytes": 150}, r"segment_bytes \(100\) must exceed 26"),
         ({"block_timeout_s": -1.0}, "block_timeout_s must be >= 0"),
     ],
 )
@@ -444,10 +444,10 @@ def test_fsync_interval_is_driven_by_sync_if_due(
 
 
 def test_wake_is_set_when_crossing_wake_bytes(spool: Spool) -> None:
-    spool.wake_bytes = 60
-    fill(spool, range(2))  # 54 bytes
+    spool.wake_bytes = 80
+    fill(spool, range(2))  # 70 bytes
     assert not spool.wake.is_set()
-    fill(spool, range(2, 3))  # 81
+    fill(spool, range(2, 3))  # 105
     assert spool.wake.is_set()
     spool.wake.clear()
     fill(spool, range(3, 4))  # still above: no new crossing
