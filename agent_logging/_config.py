@@ -19,6 +19,7 @@ from typing import IO, Any, Final, Literal
 import structlog
 
 from agent_logging import _environ, _state
+from agent_logging._bound import BoundLogger
 from agent_logging._ids import check_id
 from agent_logging._pipeline import Pipeline, Processor, Sink
 from agent_logging._propagation import ids_from_env
@@ -230,7 +231,7 @@ def _install_structlog() -> None:
     later ``configure()``."""
     structlog.configure(
         processors=[dispatch],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        wrapper_class=BoundLogger,
         logger_factory=_null_logger_factory,
         cache_logger_on_first_use=True,
     )
