@@ -34,8 +34,12 @@ Measured, on a fresh on-disk DuckDB per size:
    others, warm.
 
 Run: ``python -m benchmarks.correlator [--sizes 1e5,1e6,1e7] [--queries 50] [--seed 1]
-[--workers 2] [--cluster] [--json] [--record]``. ``--cluster`` runs ``Store.cluster()`` after
-the ingest (timed apart) and queries the clustered store. ``--record`` rewrites the
+[--workers 2] [--cluster] [--keep DIR] [--json] [--record]``. ``--cluster`` runs
+``Store.cluster()`` after the ingest (timed apart) and queries the clustered store.
+``--keep DIR`` writes the fleet files and the store of each size into ``DIR/n<size>`` and
+leaves them there; a later run with the same ``--keep`` reuses them (generation and ingest
+skipped, the ingest figures shown are those of the run that built the store): for measuring
+query changes without paying ~10 minutes per try at 10^7. ``--record`` rewrites the
 section titled :data:`SECTION` of ``benchmarks/RESULTS.md`` (or appends it; other sections are
 left as they are).
 The default run takes about 12 minutes on 2 cores (``--cluster``: 3 more) and needs about
@@ -815,6 +819,79 @@ def measure_cluster(db: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - started, "db_mib": db.stat().st_size / 2**20}
 
 
+def _save_fleet(fleet: Fleet, path: Path) -> None:
+    data = {
+        "files": [str(f) for f in fleet.files],
+        "events": fleet.events,
+        "layers": dict(fleet.layers),
+        "allocations": fleet.allocations,
+        "nodes": fleet.nodes,
+        "busy_nodes": fleet.busy_nodes,
+        "allocations_per_busy_node": fleet.allocations_per_busy_node,
+        "instances": fleet.instances,
+        "samples": fleet.samples,
+    }
+    path.write_bytes(orjson.dumps(data))
+
+
+def _load_fleet(path: Path) -> Fleet:
+    data = orjson.loads(path.read_bytes())
+    return Fleet(
+        files=[Path(f) for f in data["files"]],
+        events=data["events"],
+        layers=Counter(data["layers"]),
+        allocations=data["allocations"],
+        nodes=data["nodes"],
+        busy_nodes=data["busy_nodes"],
+        allocations_per_busy_node=data["allocations_per_busy_node"],
+        instances=data["instances"],
+        samples=data["samples"],
+    )
+
+
+def _fleet(directory: Path, events: int, seed: int, keep: bool) -> tuple[Fleet, float]:
+    """The generated fleet, or (``--keep``) the one a previous run left in ``directory``."""
+    saved = directory / "fleet.json"
+    if keep and saved.exists():
+        fleet = _load_fleet(saved)
+        if all(path.exists() for path in fleet.files):
+            return fleet, 0.0
+    for path in directory.glob("*.ndjson"):
+        path.unlink()
+    started = time.perf_counter()
+    fleet = generate(directory, events, seed)
+    generate_s = time.perf_counter() - started
+    if keep:
+        _save_fleet(fleet, saved)
+    return fleet, generate_s
+
+
+def _ingested(
+    fleet: Fleet, directory: Path, events: int, workers: int, keep: bool
+) -> tuple[dict[str, Any], Path]:
+    """Parse, one-process ingest and the full ingest (or, with ``--keep``, the figures and
+    the store of the run that built it: ingest figures then describe that run's code)."""
+    db = directory / "evidence.duckdb"
+    saved = directory / "ingest.json"
+    if keep and saved.exists() and db.exists():
+        _say(f"{events:,}: reusing the store and ingest figures in {directory}")
+        return orjson.loads(saved.read_bytes()), db
+    sample = min(fleet.events, SAMPLE_LINES)
+    parse = measure_parse(fleet.files, sample)
+    _say(f"{events:,}: parse only {parse['events_per_s']:,.0f} events/s ({sample:,} lines)")
+    one = measure_ingest_one(fleet.files, directory / "one.duckdb", sample)
+    _say(f"{events:,}: ingest, 1 process {one['events_per_s']:,.0f} events/s ({sample:,} lines)")
+    (directory / "one.duckdb").unlink()
+    for stale in (db, directory / "evidence.duckdb.wal"):
+        stale.unlink(missing_ok=True)
+    ingest = measure_ingest(fleet.files, db, workers)
+    _say(f"{events:,}: ingest_paths, workers={workers}: {ingest['events_per_s']:,.0f} events/s")
+    figures = {"parse": parse, "ingest_one": one, "ingest": ingest}
+    if keep:
+        saved.write_bytes(orjson.dumps(figures))
+    return figures, db
+
+
 def run_size(
     events: int,
     queries: int,
@@ -824,38 +901,44 @@ def run_size(
     workers: int,
     cluster: bool = False,
     profile: bool = False,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """Generate, parse, ingest and query one size; the files and the stores are removed."""
+    """Generate, parse, ingest and query one size.
+
+    The files and the stores are removed afterwards, unless ``keep``: then they stay in
+    ``workdir/n{events}`` and the next run with ``keep`` reuses them (generation and ingest
+    are skipped; the ingest figures shown are those of the run that built the store).
+    """
     directory = workdir / f"n{events}"
-    directory.mkdir(parents=True)
-    started = time.perf_counter()
-    fleet = generate(directory, events, seed)
-    generate_s = time.perf_counter() - started
+    directory.mkdir(parents=True, exist_ok=keep)
+    fleet, generate_s = _fleet(directory, events, seed, keep)
     _say(
-        f"{events:,}: generated {fleet.events:,} events ({fleet.allocations:,} allocations, "
-        f"{fleet.nodes} nodes, busy ones ~{fleet.allocations_per_busy_node:.0f} allocations) "
-        f"in {generate_s:.0f} s"
+        f"{events:,}: {'generated' if generate_s else 'reusing'} {fleet.events:,} events "
+        f"({fleet.allocations:,} allocations, {fleet.nodes} nodes, busy ones "
+        f"~{fleet.allocations_per_busy_node:.0f} allocations) in {generate_s:.0f} s"
     )
-    sample = min(fleet.events, SAMPLE_LINES)
-    parse = measure_parse(fleet.files, sample)
-    _say(f"{events:,}: parse only {parse['events_per_s']:,.0f} events/s ({sample:,} lines)")
-    one = measure_ingest_one(fleet.files, directory / "one.duckdb", sample)
-    _say(f"{events:,}: ingest, 1 process {one['events_per_s']:,.0f} events/s ({sample:,} lines)")
-    (directory / "one.duckdb").unlink()
-    db = directory / "evidence.duckdb"
-    ingest = measure_ingest(fleet.files, db, workers)
-    _say(f"{events:,}: ingest_paths, workers={workers}: {ingest['events_per_s']:,.0f} events/s")
-    for path in fleet.files:
-        path.unlink()
-    clustered = measure_cluster(db) if cluster else None
-    if clustered is not None:
+    figures, db = _ingested(fleet, directory, events, workers, keep)
+    if not keep:
+        for path in fleet.files:
+            path.unlink()
+    clustered = None
+    if cluster:
+        if keep:  # cluster a copy: the kept store stays as the ingest left it
+            copy = directory / "clustered.duckdb"
+            shutil.copyfile(db, copy)
+            db = copy
+        clustered = measure_cluster(db)
         _say(f"{events:,}: clustered in {clustered['seconds']:.0f} s")
     timelines = measure_timelines(db, _seeds(fleet, queries, random.Random(seed)), profile=profile)
     _say(
         f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, "
         f"p95 {timelines['p95_s'] * 1000:.0f} ms"
     )
-    shutil.rmtree(directory)
+    if keep:
+        if cluster:
+            db.unlink()
+    else:
+        shutil.rmtree(directory)
     return {
         "size": events,
         "events": fleet.events,
@@ -866,9 +949,7 @@ def run_size(
         "node_instances": fleet.instances,
         "layers": dict(fleet.layers),
         "generate_s": generate_s,
-        "parse": parse,
-        "ingest_one": one,
-        "ingest": ingest,
+        **figures,
         "workers": workers,
         "cluster": clustered,
         "timeline": timelines,
@@ -953,6 +1034,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--profile", action="store_true", help="cProfile the warm queries")
     parser.add_argument("--record", action="store_true", help="write the section of RESULTS.md")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="write the fleet files and stores into DIR and keep them; reuse them when present",
+    )
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     note = machine_note()
@@ -967,10 +1054,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     size,
                     args.queries,
                     args.seed,
-                    Path(workdir),
+                    args.keep or Path(workdir),
                     workers=args.workers,
                     cluster=args.cluster,
                     profile=args.profile,
+                    keep=args.keep is not None,
                 )
             )
     total_s = time.perf_counter() - started

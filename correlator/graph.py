@@ -16,12 +16,18 @@ alone. A parent reached through an ``n:1`` link is *not* expanded (a busy node w
 the whole fleet): it becomes a windowed parent, whose own events are included only inside
 the incident's time window and only when they do not belong to a sibling. ``m:n`` links are
 refused. Everything refused is reported with the reason, and fan-out is capped.
+
+Lookups are batched: before it reads the links of an identifier it has not seen yet, the
+expansion hands every identifier waiting in its queue to ``prefetch`` (when given), so a store
+can answer them with one query per identifier kind instead of one per identifier (a busy
+node's expansion reaches hundreds of identifiers; a lookup costs ~2 ms at 10^7 events). The
+order of expansion, and so its answer, is the same with or without it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -37,6 +43,9 @@ DEFAULT_MAX_FANOUT: Final = 50
 DEFAULT_MAX_IDS: Final = 500
 
 LinkCounts = Callable[[str, str], Mapping[str, Mapping[str, int]]]
+#: Told which identifiers ``link_counts`` is about to be asked for, so that it can read them
+#: in one go.
+Prefetch = Callable[[Sequence[tuple[str, str]]], None]
 
 
 def cardinality(near_to_far_max: int, far_to_near_max: int) -> Cardinality:
@@ -125,6 +134,7 @@ def expand(
     cardinalities: Mapping[tuple[str, str], tuple[int, int]],
     max_fanout: int = DEFAULT_MAX_FANOUT,
     max_ids: int = DEFAULT_MAX_IDS,
+    prefetch: Prefetch | None = None,
 ) -> Expansion:
     """Expand a seed identifier through the links observed in evidence.
 
@@ -136,6 +146,9 @@ def expand(
         cardinalities: ``(near, far) -> (most far per near, most near per far)`` over the data.
         max_fanout: a link kind reaching more values than this from one identifier is refused.
         max_ids: stop (``truncated``) after this many identifiers.
+        prefetch: called with the identifiers queued for expansion (the next one first)
+            before the first of them is looked up, so that ``link_counts`` can read them in
+            one batch; each identifier is handed over once.
 
     Returns:
         The expansion, with every link it followed or refused.
@@ -144,7 +157,12 @@ def expand(
     expansion.add(seed_key, seed_value)
     queue: deque[tuple[str, str]] = deque([(seed_key, seed_value)])
     parents: dict[tuple[str, str], Parent] = {}
+    prefetched: set[tuple[str, str]] = set()
     while queue:
+        if prefetch is not None and queue[0] not in prefetched:
+            batch = [item for item in queue if item not in prefetched]
+            prefetched.update(batch)
+            prefetch(batch)
         key, value = queue.popleft()
         for other in IDENTIFIER_KEYS:
             if other == key:

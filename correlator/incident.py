@@ -7,8 +7,11 @@ JSON shapes of DESIGN §6.
 
 from __future__ import annotations
 
+import gc
+import operator
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from agent_logging._ids import problem
@@ -48,38 +51,76 @@ def check_seed(key: str, value: str) -> tuple[str, str]:
     return key, value
 
 
+#: The fields an event shows, in the order the JSON shape lists them (after ts and ts_ns).
+_SHOWN: Final = (
+    "layer",
+    "source",
+    "service",
+    "level",
+    "message",
+    *IDENTIFIER_KEYS,
+    "trace_id",
+    "span_id",
+    "http_method",
+    "http_path",
+    "http_status",
+    "duration_s",
+    "owner_hint",
+    "error_type",
+    "entity_kind",
+    "entity_id",
+    "state_from",
+    "state_to",
+)
+_shown_values: Final = operator.attrgetter(*_SHOWN)
+#: Days → ``YYYY-MM-DDT`` and seconds of the day → ``HH:MM:SS``: the rest of a timestamp
+#: is one division, and strftime is most of what formatting one costs (a busy node's answer
+#: is 10,000 events, nearly all in seconds of their own, over a few weeks). Both are bounded
+#: (there are 86,400 seconds in a day).
+_DAYS_CACHE_MAX: Final = 4096
+_day_text: dict[int, str] = {}
+_second_text: dict[int, str] = {}
+
+
+def _rfc3339(ts_ns: int) -> str:
+    """The text of ``rfc3339_ns`` (UTC, nanoseconds), built from cached parts."""
+    seconds, nanos = divmod(ts_ns, _NS)
+    day, second = divmod(seconds, 86_400)
+    prefix = _day_text.get(day)
+    if prefix is None:
+        if len(_day_text) >= _DAYS_CACHE_MAX:
+            _day_text.clear()
+        prefix = _day_text[day] = rfc3339_ns(day * 86_400 * _NS)[:11]
+    clock = _second_text.get(second)
+    if clock is None:
+        hours, rest = divmod(second, 3600)
+        minutes, rest = divmod(rest, 60)
+        clock = _second_text[second] = f"{hours:02d}:{minutes:02d}:{rest:02d}"
+    return f"{prefix}{clock}.{nanos:09d}Z"
+
+
 def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
-    """An event as the API and ``--json`` show it (None fields left out)."""
-    shown: dict[str, Any] = {"ts": rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
+    """An event as the API and ``--json`` show it (None fields left out).
+
+    Args:
+        event: the event.
+        corrected_ns: its time corrected for its source's clock offset, when known.
+
+    Returns:
+        ``ts`` (RFC 3339), ``ts_ns``, ``corrected_ts_ns`` when it differs, the fields that
+        are set, ``attrs`` when not empty, ``origin``, ``hash`` (16 hex digits: JSON numbers
+        lose bits past 2**53) and ``raw``.
+    """
+    shown: dict[str, Any] = {"ts": _rfc3339(event.ts_ns), "ts_ns": event.ts_ns}
     if corrected_ns is not None and corrected_ns != event.ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
-    for name in (
-        "layer",
-        "source",
-        "service",
-        "level",
-        "message",
-        *IDENTIFIER_KEYS,
-        "trace_id",
-        "span_id",
-        "http_method",
-        "http_path",
-        "http_status",
-        "duration_s",
-        "owner_hint",
-        "error_type",
-        "entity_kind",
-        "entity_id",
-        "state_from",
-        "state_to",
-    ):
-        value = getattr(event, name)
+    for name, value in zip(_SHOWN, _shown_values(event), strict=True):
         if value is not None:
             shown[name] = value
     if event.attrs:
         shown["attrs"] = event.attrs
     shown["origin"] = event.origin
-    shown["hash"] = f"{event.hash & 0xFFFFFFFFFFFFFFFF:016x}"
+    shown["hash"] = "%016x" % (event.hash & 0xFFFFFFFFFFFFFFFF)
     shown["raw"] = event.raw
     return shown
 
@@ -99,8 +140,17 @@ def _expansion(
             cache[(k, v)] = store.link_counts(k, v, from_ns=from_ns, to_ns=to_ns)
         return cache[(k, v)]
 
+    def prefetch(pairs: Sequence[tuple[str, str]]) -> None:
+        missing = [p for p in pairs if p not in cache]
+        if len(missing) > 1:
+            cache.update(store.link_counts_many(missing, from_ns=from_ns, to_ns=to_ns))
+
     expansion = graph.expand(
-        key, value, link_counts=link_counts, cardinalities=store.cardinalities()
+        key,
+        value,
+        link_counts=link_counts,
+        cardinalities=store.cardinalities(),
+        prefetch=prefetch,
     )
     return expansion, from_ns, to_ns
 
@@ -128,6 +178,19 @@ def timeline_for(
 ) -> dict[str, Any]:
     """The incident timeline of DESIGN §6 for one seed identifier.
 
+    Args:
+        store: the evidence.
+        key: the seed's identifier kind (one of IDENTIFIER_KEYS).
+        value: the seed's value.
+        from_ns: only events at or after this time (default: all).
+        to_ns: only events before this time (default: all).
+        limit: at most this many events (``truncated`` says when more matched).
+        window_s: how far around the seed's own evidence parents' events are looked for.
+
+    Returns:
+        The JSON shape of DESIGN §6 (plus ``seed``, ``gaps``, ``reimages``, ``graph`` and
+        ``generated_at``).
+
     Raises:
         QueryError: the seed or the window is malformed.
         NotFoundError: no evidence mentions the seed.
@@ -135,6 +198,39 @@ def timeline_for(
     key, value = check_seed(key, value)
     if limit < 1:
         raise QueryError("limit must be at least 1")
+    with _collector_paused():
+        return _timeline(store, key, value, from_ns, to_ns, limit, window_s)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while an answer is built.
+
+    A busy node's answer is some 100,000 new objects (events, their JSON dicts), none of them
+    garbage; the collector would walk them again and again as they survive generation after
+    generation: a third of the answer's Python time (benchmarks/correlator.py). Reference
+    counting still frees everything; the collector resumes (if it was running) at the end,
+    also on error. Threads answering at the same time at worst resume it early.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _timeline(
+    store: Store,
+    key: str,
+    value: str,
+    from_ns: int | None,
+    to_ns: int | None,
+    limit: int,
+    window_s: float,
+) -> dict[str, Any]:
     expansion, window_from, window_to = _expansion(store, key, value, window_s)
     lo = from_ns if from_ns is not None else None
     hi = to_ns if to_ns is not None else None
@@ -164,11 +260,12 @@ def timeline_for(
         ids.setdefault(parent.key, [])
         if parent.value not in ids[parent.key]:
             ids[parent.key].append(parent.value)
-    for event in built.events:  # node instances seen on the included evidence
-        if event.node_instance_id:
-            ids.setdefault("node_instance_id", [])
-            if event.node_instance_id not in ids["node_instance_id"]:
-                ids["node_instance_id"].append(event.node_instance_id)
+    # Node instances seen on the included evidence, in order of appearance.
+    seen_instances = dict.fromkeys(e.node_instance_id for e in built.events if e.node_instance_id)
+    if seen_instances:
+        instances = ids.setdefault("node_instance_id", [])
+        known = set(instances)
+        instances.extend(i for i in seen_instances if i is not None and i not in known)
     failure_hashes = {e.hash for e in decided.explains}
     first = decided.first_failure.hash if decided.first_failure else None
     rendered = []

@@ -110,28 +110,37 @@ class Timeline:
 def build(
     events: Sequence[Event], *, truncated: bool = False, gap_s: float = DEFAULT_GAP_S
 ) -> Timeline:
-    """Order events by corrected time and find gaps and reimage boundaries."""
+    """Order events by corrected time and find gaps and reimage boundaries.
+
+    Args:
+        events: the incident's events, in any order.
+        truncated: whether more evidence matched than ``events`` holds (carried through).
+        gap_s: a stretch without evidence longer than this is reported as a gap.
+
+    Returns:
+        The events ordered by (corrected time, content hash), their corrected times, the
+        offsets applied, gaps and reimage boundaries.
+    """
     offsets = estimate_offsets(events)
-    corrected = [
-        (
-            e.ts_ns + int(offsets[source_key(e)].offset_s * _NS)
-            if source_key(e) in offsets
-            else e.ts_ns,
-            e,
-        )
-        for e in events
-    ]
-    corrected.sort(key=lambda pair: (pair[0], pair[1].hash))
-    ordered = [e for _, e in corrected]
-    times = [t for t, _ in corrected]
+    # One shift per source, looked up once per event (a busy node's answer is 10,000 events).
+    shift_ns = {key: int(offset.offset_s * _NS) for key, offset in offsets.items()}
+    if shift_ns:
+        times = [e.ts_ns + shift_ns.get(source_key(e), 0) for e in events]
+    else:
+        times = [e.ts_ns for e in events]
+    hashes = [e.hash for e in events]
+    order = sorted(range(len(events)), key=lambda i: (times[i], hashes[i]))
+    ordered = [events[i] for i in order]
+    times = [times[i] for i in order]
+    gap_ns = gap_s * _NS
     gaps = [
         {"from_ns": a, "to_ns": b, "seconds": round((b - a) / _NS, 3)}
         for a, b in itertools.pairwise(times)
-        if b - a > gap_s * _NS
+        if b - a > gap_ns
     ]
     reimages: list[dict[str, Any]] = []
     last_instance: dict[str, tuple[str, int]] = {}
-    for t, e in corrected:
+    for t, e in zip(times, ordered, strict=True):
         if not (e.node_id and e.node_instance_id):
             continue
         previous = last_instance.get(e.node_id)

@@ -112,3 +112,53 @@ def test_expansion_stops_at_max_ids() -> None:
     )
     assert expansion.truncated is True
     assert expansion.size == 5
+
+
+@pytest.mark.parametrize(
+    ("seed", "max_ids"),
+    [(("allocation_id", "a-9"), 500), (("node_id", "n-17"), 500), (("node_id", "n-17"), 5)],
+)
+def test_prefetch_batches_lookups_without_changing_the_answer(
+    seed: tuple[str, str], max_ids: int
+) -> None:
+    batches: list[list[tuple[str, str]]] = []
+    asked: list[tuple[str, str]] = []
+
+    def counting(key: str, value: str) -> dict[str, dict[str, int]]:
+        asked.append((key, value))
+        return _link_counts(key, value)
+
+    kwargs = {"cardinalities": _cardinalities(), "max_fanout": 100, "max_ids": max_ids}
+    plain = expand(*seed, link_counts=_link_counts, **kwargs)  # type: ignore[arg-type]
+    batched = expand(
+        *seed,
+        link_counts=counting,
+        prefetch=lambda pairs: batches.append(list(pairs)),
+        **kwargs,  # type: ignore[arg-type]
+    )
+    assert batched == plain
+    handed = [pair for batch in batches for pair in batch]
+    assert len(handed) == len(set(handed))  # each identifier handed over once
+    assert set(asked) <= set(handed)  # and before it is looked up
+    assert batches[0] == [seed]
+
+
+def test_prefetch_hands_over_a_whole_level_at_once() -> None:
+    batches: list[list[tuple[str, str]]] = []
+    expand(
+        "allocation_id",
+        "a-9",
+        link_counts=_link_counts,
+        cardinalities=_cardinalities(),
+        prefetch=lambda pairs: batches.append(list(pairs)),
+    )
+    assert batches[:2] == [
+        [("allocation_id", "a-9")],
+        [
+            ("correlation_id", "c-90"),
+            ("correlation_id", "c-91"),
+            ("correlation_id", "c-92"),
+            ("workflow_id", "wf-9p"),
+            ("workflow_id", "wf-9r"),
+        ],
+    ]

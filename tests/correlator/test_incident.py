@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from agent_logging._render import rfc3339_ns
 from correlator import demo, incident, queries
 from correlator.errors import NotFoundError, QueryError
 from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
+from tests.correlator.events import T0, ev
 
 
 def test_the_failing_allocation_names_cert_not_the_wrapper(demo_store: Store) -> None:
@@ -106,3 +111,47 @@ def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
     assert data["seed"] == {"allocation_id": demo.FAILING_ALLOCATION}
     assert {p["key"] for p in data["parents"]} == {"node_id"}
     assert any(link["to_key"] == "workflow_id" for link in data["followed"])
+
+
+@given(st.integers(min_value=-(2**62), max_value=2**62))
+@example(0)
+@example(-1)
+@example(1_772_323_199_999_999_999)  # the last nanosecond of 2026-02-28
+def test_event_times_read_as_agent_logging_writes_them(ts_ns: int) -> None:
+    assert incident._rfc3339(ts_ns) == rfc3339_ns(ts_ns)
+
+
+def test_an_event_shows_its_set_fields_in_order() -> None:
+    event = ev(1.5, "api", "request", correlation_id="c-1", http_status=500, attrs={"k": 1})
+    assert incident.event_json(event, event.ts_ns + 7) == {
+        "ts": "2026-11-18T11:06:41.500000000Z",
+        "ts_ns": T0 + 1_500_000_000,
+        "corrected_ts_ns": T0 + 1_500_000_007,
+        "layer": "api",
+        "source": "ndjson",
+        "level": "info",
+        "message": "request",
+        "correlation_id": "c-1",
+        "http_status": 500,
+        "attrs": {"k": 1},
+        "origin": "test",
+        "hash": f"{event.hash & 0xFFFFFFFFFFFFFFFF:016x}",
+        "raw": event.raw,
+    }
+    assert list(incident.event_json(event)) == [
+        "ts", "ts_ns", "layer", "source", "level", "message", "correlation_id", "http_status",
+        "attrs", "origin", "hash", "raw",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enabled: bool) -> None:
+    (gc.enable if enabled else gc.disable)()
+    try:
+        incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+        assert gc.isenabled() is enabled
+        with pytest.raises(NotFoundError):
+            incident.timeline_for(demo_store, "allocation_id", "a-nope")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()

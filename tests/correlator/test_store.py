@@ -181,3 +181,52 @@ def test_clustering_keeps_every_event_and_the_indexes(filled: Store) -> None:
     ]
     first = filled.cursor().execute("SELECT node_id FROM events LIMIT 2").fetchall()
     assert first == [("n-17",), ("n-17",)]
+
+
+def test_link_counts_of_many_identifiers_match_one_by_one(filled: Store) -> None:
+    pairs = [("allocation_id", "a-9"), ("node_id", "n-17"), ("workflow_id", "wf-none")]
+    assert filled.link_counts_many(pairs, from_ns=T0 + 2_000_000_000) == {
+        ("allocation_id", "a-9"): {"workflow_id": {"wf-1": 1}},
+        ("node_id", "n-17"): {
+            "node_instance_id": {"ni-4": 2},
+            "workflow_id": {"wf-1": 1},
+        },
+        ("workflow_id", "wf-none"): {},
+    }
+    for key, value in pairs:
+        assert filled.link_counts_many([(key, value)])[(key, value)] == filled.link_counts(
+            key, value
+        )
+    assert filled.link_counts_many([]) == {}
+
+
+def test_link_counts_of_many_refuses_an_unknown_key(filled: Store) -> None:
+    with pytest.raises(QueryError, match="unknown identifier key 'trace_id'"):
+        filled.link_counts_many([("node_id", "n-17"), ("trace_id", "t-1")])
+
+
+@pytest.mark.parametrize("span_share", [0, 10**9])
+def test_a_busy_identifier_is_read_in_order_and_truncated(
+    store: Store, monkeypatch: pytest.MonkeyPatch, span_share: int
+) -> None:
+    # More rows than are read through the indexes (256): the rows are chosen first, then read
+    # by scanning for their identifiers (0) or by row id (10**9, rows filling their span).
+    monkeypatch.setattr("correlator.store._SPAN_SHARE", span_share)
+    busy = [
+        ev(i / 10, "node", f"step {i}", node_id="n-busy", node_instance_id="ni-1")
+        for i in range(2_500)
+    ]
+    other = [ev(i / 10 + 0.05, "node", f"other {i}", node_id="n-other") for i in range(300)]
+    store.insert_events(busy[1_000:] + other + busy[:1_000])
+    events, truncated = store.events_matching(
+        {"node_id": ["n-busy"], "node_instance_id": ["ni-1"]}, limit=2_100
+    )
+    assert (len(events), truncated) == (2_100, True)
+    assert events == busy[:2_100]
+    events, truncated = store.events_matching(
+        {"node_id": ["n-busy"]}, from_ns=T0 + 10 * 1_000_000_000, limit=3_000
+    )
+    assert (events, truncated) == (busy[100:], False)
+    assert store.link_counts("node_id", "n-busy", to_ns=T0 + 200 * 1_000_000_000) == {
+        "node_instance_id": {"ni-1": 2_000}
+    }
