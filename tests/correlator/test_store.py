@@ -230,3 +230,30 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
     assert store.link_counts("node_id", "n-busy", to_ns=T0 + 200 * 1_000_000_000) == {
         "node_instance_id": {"ni-1": 2_000}
     }
+
+
+def test_a_batch_is_stored_by_node_in_small_row_groups(tmp_path: Path) -> None:
+    # Arrival order interleaves the nodes; each node's events must end up side by side, in
+    # row groups of 16,384 rows (DuckDB's default would hold all 20,000 in one).
+    events = [
+        ev(i % 1000, "node", f"step {i}", node_id=f"n-{i % 4}", node_instance_id="ni-1")
+        for i in range(20_000)
+    ]
+    with Store(tmp_path / "sorted.duckdb") as store:
+        store.insert_events(events)
+        cursor = store.cursor()
+        nodes = [row[0] for row in cursor.execute("SELECT node_id FROM events").fetchall()]
+        groups = cursor.execute(
+            "SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('events')"
+        ).fetchone()
+    runs = [node for at, node in enumerate(nodes) if at == 0 or nodes[at - 1] != node]
+    assert runs == ["n-0", "n-1", "n-2", "n-3"]
+    assert groups == (2,)
+
+
+def test_a_path_with_a_quote_opens(tmp_path: Path) -> None:
+    path = tmp_path / "o'brien.duckdb"
+    with Store(path) as store:
+        store.insert_events(EVENTS)
+    with Store(path, read_only=True) as store:
+        assert store.count() == len(EVENTS)
