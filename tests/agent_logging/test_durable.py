@@ -417,9 +417,12 @@ def test_shutdown_ends_an_adoption_in_progress_and_releases_the_orphan(
     fill_spool(root / "old-svc", "old-svc", 3)
     loki.go_down()
     configure(loki.url, root, "new-svc")
-    deadline = time.monotonic() + 10.0
+    # Wait on the adopter's own state, not by probing the lock: a probe holds a shared lock
+    # for a moment, and an adopter trying to take the directory in that moment finds it
+    # "owned" and leaves it to its next rescan, a minute later.
+    deadline = time.monotonic() + 30.0
     pause = threading.Event()
-    while not is_locked(root / "old-svc") and time.monotonic() < deadline:
+    while durable()._adopting is None and time.monotonic() < deadline:
         pause.wait(0.01)
     assert is_locked(root / "old-svc")  # the adoption is retrying against the outage
     adoption = [t for t in durable()._threads if t.name == "agent-logging-adopt"]
