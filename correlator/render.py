@@ -55,10 +55,12 @@ def print_timeline(data: dict[str, Any]) -> None:
     gaps = {g["to_ns"]: g for g in data.get("gaps", [])}
     for event in data["events"]:
         when = event.get("corrected_ts_ns", event["ts_ns"])
-        if when in gaps:
-            table.add_row("", "", "", "", f"[dim]… gap of {gaps[when]['seconds']} s …[/dim]", "")
-        if when in reimages:
-            r = reimages[when]
+        # Each marker once, before the first event at its time (several events may share it).
+        gap = gaps.pop(when, None)
+        if gap is not None:
+            table.add_row("", "", "", "", f"[dim]… gap of {gap['seconds']} s …[/dim]", "")
+        r = reimages.pop(when, None)
+        if r is not None:
             table.add_row(
                 "",
                 "node",
