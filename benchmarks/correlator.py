@@ -73,6 +73,7 @@ from typing import Any, Final
 import orjson
 
 from benchmarks._common import REPO_ROOT, machine_note, rss_kib
+from correlator.sources._time import format_rfc3339_ns
 
 _S: Final = 1_000_000_000
 _MIN: Final = 60 * _S
@@ -152,21 +153,6 @@ class _Writer:
             handle.close()
             paths.append(Path(handle.name))
         return paths
-
-
-_DAYS: dict[int, str] = {}
-
-
-def _rfc3339(ts_ns: int) -> str:
-    """``2026-02-01T00:01:05.192417880Z``, as agent_logging writes ``ts`` (cached per day)."""
-    seconds, nanos = divmod(ts_ns, _S)
-    day, second = divmod(seconds, 86_400)
-    prefix = _DAYS.get(day)
-    if prefix is None:
-        prefix = _DAYS[day] = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
-    hours, second = divmod(second, 3600)
-    minutes, second = divmod(second, 60)
-    return f"{prefix}T{hours:02d}:{minutes:02d}:{second:02d}.{nanos:09d}Z"
 
 
 def _hex(rng: random.Random, digits: int) -> str:
@@ -269,7 +255,7 @@ class _Generator:
             ts_ns,
             "node",
             {
-                "ts": _rfc3339(ts_ns),
+                "ts": format_rfc3339_ns(ts_ns),
                 "level": "info",
                 "event": "heartbeat",
                 "service": "node-agent",
@@ -283,7 +269,12 @@ class _Generator:
         )
 
     def _record(self, ts_ns: int, layer: str, service: str, event: str, **fields: Any) -> None:
-        record = {"ts": _rfc3339(ts_ns), "level": "info", "event": event, "service": service}
+        record = {
+            "ts": format_rfc3339_ns(ts_ns),
+            "level": "info",
+            "event": event,
+            "service": service,
+        }
         record["layer"] = layer
         record["env"] = "prod"
         record.update(fields)

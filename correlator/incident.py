@@ -19,6 +19,7 @@ from agent_logging._render import rfc3339_ns
 from correlator import graph, timeline, verdict
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import IDENTIFIER_KEYS, Event
+from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 
 __all__ = ["event_json", "graph_for", "parse_seed", "timeline_for"]
@@ -73,30 +74,6 @@ _SHOWN: Final = (
     "state_to",
 )
 _shown_values: Final = operator.attrgetter(*_SHOWN)
-#: Days → ``YYYY-MM-DDT`` and seconds of the day → ``HH:MM:SS``: the rest of a timestamp
-#: is one division, and strftime is most of what formatting one costs (a busy node's answer
-#: is 10,000 events, nearly all in seconds of their own, over a few weeks). Both are bounded
-#: (there are 86,400 seconds in a day).
-_DAYS_CACHE_MAX: Final = 4096
-_day_text: dict[int, str] = {}
-_second_text: dict[int, str] = {}
-
-
-def _rfc3339(ts_ns: int) -> str:
-    """The text of ``rfc3339_ns`` (UTC, nanoseconds), built from cached parts."""
-    seconds, nanos = divmod(ts_ns, _NS)
-    day, second = divmod(seconds, 86_400)
-    prefix = _day_text.get(day)
-    if prefix is None:
-        if len(_day_text) >= _DAYS_CACHE_MAX:
-            _day_text.clear()
-        prefix = _day_text[day] = rfc3339_ns(day * 86_400 * _NS)[:11]
-    clock = _second_text.get(second)
-    if clock is None:
-        hours, rest = divmod(second, 3600)
-        minutes, rest = divmod(rest, 60)
-        clock = _second_text[second] = f"{hours:02d}:{minutes:02d}:{rest:02d}"
-    return f"{prefix}{clock}.{nanos:09d}Z"
 
 
 def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
@@ -111,7 +88,7 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
         are set, ``attrs`` when not empty, ``origin``, ``hash`` (16 hex digits: JSON numbers
         lose bits past 2**53) and ``raw``.
     """
-    shown: dict[str, Any] = {"ts": _rfc3339(event.ts_ns), "ts_ns": event.ts_ns}
+    shown: dict[str, Any] = {"ts": format_rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
     if corrected_ns is not None and corrected_ns != event.ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
     for name, value in zip(_SHOWN, _shown_values(event), strict=True):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agent_logging._render import rfc3339_ns
 from correlator import demo, incident, queries
 from correlator.errors import NotFoundError, QueryError
+from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
 from tests.correlator.events import T0, ev
@@ -118,7 +119,7 @@ def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
 @example(-1)
 @example(1_772_323_199_999_999_999)  # the last nanosecond of 2026-02-28
 def test_event_times_read_as_agent_logging_writes_them(ts_ns: int) -> None:
-    assert incident._rfc3339(ts_ns) == rfc3339_ns(ts_ns)
+    assert format_rfc3339_ns(ts_ns) == rfc3339_ns(ts_ns)
 
 
 def test_an_event_shows_its_set_fields_in_order() -> None:
