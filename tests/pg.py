@@ -13,8 +13,6 @@ PostgreSQL refuses to run as root; under root the binaries run as the ``postgres
 
 from __future__ import annotations
 
-import glob
-import os
 import shutil
 import subprocess
 import tempfile
@@ -23,37 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from devstack.database import _runner as server_runner
+from devstack.database import find_binaries
 from tests.servers import free_port
 
 __all__ = ["postgres_dsn"]
 
 _START_TIMEOUT_S = 60
-
-
-def _bin_dir() -> Path | None:
-    found = shutil.which("pg_ctl")
-    if found and shutil.which("initdb"):
-        return Path(found).resolve().parent
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate) / "pg_ctl").exists() and (Path(candidate) / "initdb").exists():
-            return Path(candidate)
-    return None
-
-
-def _runner() -> list[str] | str:
-    """The command prefix to run server binaries, or why they cannot be run."""
-    if os.geteuid() != 0:
-        return []
-    runuser = shutil.which("runuser")
-    if runuser is None:
-        return "running as root and runuser is missing (PostgreSQL refuses to run as root)"
-    try:
-        import pwd
-
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return "running as root and there is no 'postgres' user to run PostgreSQL as"
-    return [runuser, "-u", "postgres", "--"]
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
@@ -65,12 +39,13 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
     """A DSN of a freshly started, throwaway PostgreSQL on 127.0.0.1."""
-    bin_dir = _bin_dir()
+    bin_dir = find_binaries()
     if bin_dir is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    prefix = _runner()
-    if isinstance(prefix, str):
-        pytest.skip(prefix)
+    try:
+        prefix = server_runner()
+    except RuntimeError as exc:  # root without runuser or a postgres user
+        pytest.skip(str(exc))
     root = Path(tempfile.mkdtemp(prefix="correlator-pg-"))
     data = root / "data"
     if prefix:
