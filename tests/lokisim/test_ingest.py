@@ -31,6 +31,7 @@ from tests.lokisim._proto import (
 )
 from tests.lokisim._server import LokiServer
 from tests.lokisim._store import PushResult, Store
+from tests.lokisim.wire import len_field, varint
 
 NOW = 1_700_000_000_000_000_000
 HOUR = 3_600_000_000_000
@@ -70,19 +71,6 @@ def outcome(decode: object, body: bytes) -> object:
         return decode(body)  # type: ignore[operator]
     except ValueError as exc:
         return f"error: {exc}"
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def snappy(raw: bytes) -> bytes:
@@ -128,7 +116,7 @@ def test_fast_decode_equals_the_reference_on_damaged_pushes(
     assert outcome(decode_protobuf_push, body) == outcome(reference_decode, body)
 
 
-PAIR = field(1, b"k") + field(2, b"v")
+PAIR = len_field(1, b"k") + len_field(2, b"v")
 STAMP = bytes([0x08]) + varint(1_700_000_000) + bytes([0x10]) + varint(5)
 
 
@@ -136,27 +124,33 @@ STAMP = bytes([0x08]) + varint(1_700_000_000) + bytes([0x10]) + varint(5)
     ("entry", "expected"),
     [
         # Canonical.
-        (field(1, STAMP) + field(2, b"x") + field(3, PAIR), (NOW + 5, "x", (("k", "v"),))),
+        (
+            len_field(1, STAMP) + len_field(2, b"x") + len_field(3, PAIR),
+            (NOW + 5, "x", (("k", "v"),)),
+        ),
         # Fields of a pair reversed, repeated (the last wins) or unknown (skipped).
-        (field(3, field(2, b"v") + field(1, b"k")), (0, "", (("k", "v"),))),
-        (field(3, field(1, b"a") + PAIR), (0, "", (("k", "v"),))),
-        (field(3, PAIR + bytes([0x28, 0x07])), (0, "", (("k", "v"),))),
+        (len_field(3, len_field(2, b"v") + len_field(1, b"k")), (0, "", (("k", "v"),))),
+        (len_field(3, len_field(1, b"a") + PAIR), (0, "", (("k", "v"),))),
+        (len_field(3, PAIR + bytes([0x28, 0x07])), (0, "", (("k", "v"),))),
         # An empty pair is a pair of empty strings.
-        (field(3, b""), (0, "", (("", ""),))),
+        (len_field(3, b""), (0, "", (("", ""),))),
         # The timestamp in two pieces merges; metadata before the line; line twice.
         (
-            field(1, STAMP[:6]) + field(3, PAIR) + field(2, b"a") + field(1, bytes([0x10, 9])),
+            len_field(1, STAMP[:6])
+            + len_field(3, PAIR)
+            + len_field(2, b"a")
+            + len_field(1, bytes([0x10, 9])),
             (NOW + 9, "a", (("k", "v"),)),
         ),
-        (field(2, b"first") + field(2, b"second"), (0, "second", ())),
+        (len_field(2, b"first") + len_field(2, b"second"), (0, "second", ())),
         # Field 3 with the varint wire type is an unknown field, not metadata.
-        (bytes([0x18, 0x01]) + field(2, b"x"), (0, "x", ())),
+        (bytes([0x18, 0x01]) + len_field(2, b"x"), (0, "x", ())),
     ],
 )
 def test_non_canonical_entries_decode_as_the_reference_does(
     entry: bytes, expected: tuple[int, str, tuple[tuple[str, str], ...]]
 ) -> None:
-    body = snappy(field(1, field(1, b'{a="b"}') + field(2, entry)))
+    body = snappy(len_field(1, len_field(1, b'{a="b"}') + len_field(2, entry)))
     assert decode_protobuf_push(body) == reference_decode(body)
     assert decode_protobuf_push(body) == [PushStream('{a="b"}', (PushEntry(*expected),))]
 
@@ -164,15 +158,15 @@ def test_non_canonical_entries_decode_as_the_reference_does(
 @pytest.mark.parametrize(
     "pair",
     [
-        field(1, b"\xff"),  # a name that is not UTF-8
-        field(2, b"\xc3"),  # a truncated UTF-8 value
+        len_field(1, b"\xff"),  # a name that is not UTF-8
+        len_field(2, b"\xc3"),  # a truncated UTF-8 value
         bytes([0x0A, 0x05, 0x61]),  # a length past the end
         bytes([0x0B]),  # a group start that never ends
     ],
 )
 def test_a_malformed_metadata_pair_fails_with_the_references_message(pair: bytes) -> None:
-    entry = field(2, b"x") + field(3, PAIR) + field(3, pair)
-    body = snappy(field(1, field(1, b'{a="b"}') + field(2, entry)))
+    entry = len_field(2, b"x") + len_field(3, PAIR) + len_field(3, pair)
+    body = snappy(len_field(1, len_field(1, b'{a="b"}') + len_field(2, entry)))
     expected = outcome(reference_decode, body)
     assert isinstance(expected, str)
     assert expected.startswith("error: proto: ")

@@ -21,6 +21,7 @@ from tests.lokisim import (
     push_request_class,
 )
 from tests.lokisim.conftest import NOW_NS
+from tests.lokisim.wire import len_field, varint
 
 pytestmark = pytest.mark.integration
 
@@ -74,13 +75,13 @@ def test_hand_assembled_protobuf_proves_the_field_numbers(
 ) -> None:
     loki = make_loki(**PLAIN)
     # NOW_NS = 1_700_000_000 s + 0 ns; entry at +123 ns.
-    seconds = bytes([0x08]) + _varint(1_700_000_000)
-    nanos = bytes([0x10]) + _varint(123)
-    timestamp = _len_field(1, seconds + nanos)
-    pair = _len_field(1, b"k") + _len_field(2, b"v")
-    entry = timestamp + _len_field(2, b"hello") + _len_field(3, pair)
-    stream = _len_field(1, b'{a="b"}') + _len_field(2, entry) + bytes([0x18]) + _varint(42)
-    raw = _len_field(1, stream) + _len_field(2, b"ignored format")
+    seconds = bytes([0x08]) + varint(1_700_000_000)
+    nanos = bytes([0x10]) + varint(123)
+    timestamp = len_field(1, seconds + nanos)
+    pair = len_field(1, b"k") + len_field(2, b"v")
+    entry = timestamp + len_field(2, b"hello") + len_field(3, pair)
+    stream = len_field(1, b'{a="b"}') + len_field(2, entry) + bytes([0x18]) + varint(42)
+    raw = len_field(1, stream) + len_field(2, b"ignored format")
     assert post(loki, bytes(cramjam.snappy.compress_raw(raw)), PROTO).status_code == 204
     assert loki.entries() == [StoredEntry({"a": "b"}, NOW_NS + 123, "hello", {"k": "v"})]
     # The runtime-built class agrees with the hand-made bytes.
@@ -89,19 +90,6 @@ def test_hand_assembled_protobuf_proves_the_field_numbers(
     assert decode_protobuf_push(bytes(cramjam.snappy.compress_raw(raw))) == [
         PushStream('{a="b"}', (PushEntry(NOW_NS + 123, "hello", (("k", "v"),)),))
     ]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return bytes([number << 3 | 2]) + _varint(len(payload)) + payload
 
 
 def _json_body() -> bytes:
