@@ -9,7 +9,7 @@ import pytest
 
 from correlator.errors import QueryError
 from correlator.model import Event
-from correlator.store import Store
+from correlator.store import Store, _row_runs
 from tests.correlator.events import T0, ev
 
 # One incident and a neighbour: an API record carries both a correlation and an allocation id
@@ -205,19 +205,27 @@ def test_link_counts_of_many_refuses_an_unknown_key(filled: Store) -> None:
         filled.link_counts_many([("node_id", "n-17"), ("trace_id", "t-1")])
 
 
-@pytest.mark.parametrize("span_share", [0, 10**9])
+@pytest.mark.parametrize(
+    ("max_runs", "span_share"),
+    [(256, 0), (0, 0), (0, 10**9)],
+    ids=["row-id-ranges", "scan", "row-ids"],
+)
 def test_a_busy_identifier_is_read_in_order_and_truncated(
-    store: Store, monkeypatch: pytest.MonkeyPatch, span_share: int
+    store: Store, monkeypatch: pytest.MonkeyPatch, max_runs: int, span_share: int
 ) -> None:
     # More rows than are read through the indexes (256): the rows are chosen first, then read
-    # by scanning for their identifiers (0) or by row id (10**9, rows filling their span).
+    # by ranges of row ids (the busy node's rows lie in three runs, one per batch), by
+    # scanning for their identifiers, or by row id (rows filling their span).
+    monkeypatch.setattr("correlator.store._MAX_RUNS", max_runs)
     monkeypatch.setattr("correlator.store._SPAN_SHARE", span_share)
     busy = [
         ev(i / 10, "node", f"step {i}", node_id="n-busy", node_instance_id="ni-1")
         for i in range(2_500)
     ]
     other = [ev(i / 10 + 0.05, "node", f"other {i}", node_id="n-other") for i in range(300)]
-    store.insert_events(busy[1_000:] + other + busy[:1_000])
+    store.insert_events(busy[1_000:2_000] + other[:100])
+    store.insert_events(other[100:200] + busy[:1_000])
+    store.insert_events(busy[2_000:] + other[200:])
     events, truncated = store.events_matching(
         {"node_id": ["n-busy"], "node_instance_id": ["ni-1"]}, limit=2_100
     )
@@ -230,6 +238,11 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
     assert store.link_counts("node_id", "n-busy", to_ns=T0 + 200 * 1_000_000_000) == {
         "node_instance_id": {"ni-1": 2_000}
     }
+
+
+def test_row_ids_are_read_as_runs_of_consecutive_ids() -> None:
+    assert _row_runs([12, 3, 4, 10, 5, 11, 20]) == [(3, 5), (10, 12), (20, 20)]
+    assert _row_runs([7]) == [(7, 7)]
 
 
 def test_a_batch_is_stored_by_node_in_small_row_groups(tmp_path: Path) -> None:
