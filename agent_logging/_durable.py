@@ -11,9 +11,10 @@ the root that nobody holds (its owner died, was replaced by this process after a
 upgrade, or was a forked worker that crashed while this process runs on), ships it in the
 background and removes it once empty. ``agent-logging drain`` walks the same layout.
 
-The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed ``os.write``), the
-frame carrying the record's stream key (``_push.stream_key``; the pipeline hands it over,
-usually reusing the previous record's) so the shipper need not parse the line again.
+The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed copy into the
+spool's mapping), the frame carrying the record's stream key (``_push.stream_key``; the
+pipeline hands it over, usually reusing the previous record's) so the shipper need not parse
+the line again.
 Shipping, fsync, adoption and health records all happen on background threads.
 
 Records that the HTTP stack logs *while a push is in flight* (httpx's "HTTP Request: POST ..."

@@ -42,7 +42,10 @@ region followed by an intact frame (the reader scans forward for the magic pair 
 candidate only when its CRC matches, so one bad frame does not lose the rest), and
 :class:`TornTail` for a region that runs to the end with no intact frame after it: an append
 interrupted by a crash, or a damaged last frame (the two cannot be told apart). The yielded
-items tile the input: each starts where the previous one ended.
+items tile the input: each starts where the previous one ended, except that zero bytes
+running to the end of the stream after the last frame are not damage but space not written
+yet (a spool segment is preallocated and written through a shared mapping, see ``_spool``):
+the stream ends where they start, and :func:`count_frames` reports that end.
 """
 
 from __future__ import annotations
@@ -97,12 +100,13 @@ class Frame(NamedTuple):
 
 
 class FrameCounts(NamedTuple):
-    """What :func:`count_frames` found."""
+    """What :func:`count_frames` found; ``end``: where the content ends (before a zero tail)."""
 
     records: int
     payload_bytes: int
     torn: int
     corrupt: int
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +134,7 @@ def encode_frame(ts_ns: int, payload: bytes, key: int = 0) -> bytes:
         key: the record's stream key (0 .. 2**64 - 1; 0 for none).
 
     Returns:
-        The header followed by the payload, ready for one ``os.write``.
+        The header followed by the payload, ready to be stored with one copy.
 
     Raises:
         ValueError: the payload is too large, or the timestamp or key out of range.
@@ -210,6 +214,18 @@ class _Window:
             self.end = pos + len(self.buf)
         return pos + size <= self.end
 
+    def zero_to_end(self, pos: int) -> bool:
+        """Whether every byte from ``pos`` to the end of the stream is zero (not written)."""
+        while pos < self.end:
+            size = min(self.end - pos, max(self._window_bytes, 1 << 16))
+            if not self.ensure(pos, size):
+                return False  # the stream shrank under us: not a tail to vouch for
+            i = pos - self.base
+            if self.buf.count(0, i, i + size) != size:
+                return False
+            pos += size
+        return True
+
 
 def _frame_at(win: _Window, pos: int) -> Frame | None:
     """The intact frame starting exactly at ``pos``, if there is one."""
@@ -244,10 +260,16 @@ def _next_frame(win: _Window, pos: int) -> Frame | None:
 
 
 def _recover(win: _Window, pos: int) -> tuple[Corrupt | TornTail | None, Frame | None]:
-    """Where the fast path failed: the frame at ``pos``, or the damage and the next frame."""
+    """Where the fast path failed: the frame at ``pos``, or the damage and the next frame.
+
+    ``(None, None)`` when the stream ends at ``pos``: only zero bytes follow.
+    """
     frame = _frame_at(win, pos)  # beyond the window, or damaged
     if frame is not None:
         return None, frame
+    if win.zero_to_end(pos):
+        win.end = pos
+        return None, None
     frame = _next_frame(win, pos + 1)
     if frame is None:
         return TornTail(pos, win.end), None
@@ -336,7 +358,7 @@ def count_frames(
         records += 1
         payload_bytes += len(frame.payload)
         pos = frame.end
-    return FrameCounts(records, payload_bytes, torn, corrupt)
+    return FrameCounts(records, payload_bytes, torn, corrupt, win.end)
 
 
 def take_frames(

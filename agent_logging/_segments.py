@@ -10,12 +10,14 @@ reads batches (:func:`read_segment`) outside its append lock. The layout::
     DIR/acked                         "1 SEQ OFFSET": where the oldest unacknowledged record is
     DIR/seg-....spool.bad             a segment that could not be read at all, kept for autopsy
 
-Batches. :func:`read_segment` reads a window of the segment at a time (``os.pread``) and takes
-its intact frames in one loop (``_framing.take_frames``: a header unpack, a CRC and a slice
-per frame, no generator and no intermediate object), falling back to the frame-by-frame
-reader, which reports damage, only from the first frame that is not intact. Records come
-back as :class:`SpooledRecord` with their stream key, the batch with its payload size
-counted, so neither the shipper nor the ack has to go over the records again.
+Batches. :func:`read_segment` reads a window of the segment at a time (``os.pread``, or from
+the active segment's mapping) and takes its intact frames in one loop
+(``_framing.take_frames``: a header unpack, a CRC and a slice per frame, no generator and no
+intermediate object), falling back to the frame-by-frame reader, which reports damage, only
+from the first frame that is not intact. Records come back as :class:`SpooledRecord` with
+their stream key, the batch with its payload size counted, so neither the shipper nor the ack
+has to go over the records again. Zeros after a segment's last frame are space preallocated
+and not written yet, not damage (``_framing``).
 
 Replay. On open, every segment at or after the acked position is scanned once to count its
 records; torn tails and corrupt frames are skipped and counted (``torn``, ``corrupt``), a
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -226,6 +229,7 @@ def read_segment(
     max_records: int,
     max_bytes: int,
     window_bytes: int,
+    mapping: mmap.mmap | None = None,
 ) -> tuple[list[SpooledRecord], int, int, int, int]:
     """Read one batch from ``[offset, limit)`` of a segment.
 
@@ -241,6 +245,9 @@ def read_segment(
         max_records: at most this many records.
         max_bytes: at most this many payload bytes; a single larger record comes alone.
         window_bytes: how much to read at a time.
+        mapping: the active segment's mapping, read instead of the file: no system call, so
+            the GIL stays with the reader. When it is closed under the reader (the segment
+            was sealed meanwhile) the rest is read from the file.
 
     Returns:
         The records, the offset after the last item consumed, the records' payload bytes, and
@@ -252,13 +259,13 @@ def read_segment(
     records: list[SpooledRecord] = []
     payload_bytes = 0
     end = offset
-    fd = os.open(path, _OPEN_READ)
-    try:
+    with contextlib.ExitStack() as opened:
+        read = _segment_reader(path, mapping, opened)
         # Fast path: whole windows of intact frames; a window that ends mid-frame is followed
         # by one starting at that frame. Anything else (damage, a frame larger than the
         # window, the byte budget) goes to the slow path, which decides.
         while end < limit and len(records) < max_records:
-            buf = os.pread(fd, min(limit - end, window_bytes), end)
+            buf = read(end, min(limit - end, window_bytes))
             taken, size, window_ended = take_frames(
                 buf, 0, max_records, max_bytes - payload_bytes, _new_record, records
             )
@@ -268,9 +275,35 @@ def read_segment(
                 break
         if end >= limit or len(records) >= max_records:
             return records, end, payload_bytes, 0, 0
-        return _read_slowly(fd, records, end, limit, checked, max_records, max_bytes, payload_bytes)
-    finally:
-        os.close(fd)
+        return _read_slowly(
+            read, records, end, limit, checked, max_records, max_bytes, payload_bytes
+        )
+
+
+def _segment_reader(
+    path: Path, mapping: mmap.mmap | None, opened: contextlib.ExitStack
+) -> Callable[[int, int], bytes]:
+    """``read(offset, size)`` from ``mapping``, else (or once it is closed) from the file."""
+    from_file: Callable[[int, int], bytes] | None = None
+
+    def open_file() -> Callable[[int, int], bytes]:
+        fd = os.open(path, _OPEN_READ)
+        opened.callback(os.close, fd)
+        return _reader(fd)
+
+    if mapping is None:
+        return open_file()
+
+    def read(offset: int, size: int) -> bytes:
+        nonlocal from_file
+        if from_file is None:
+            try:
+                return mapping[offset : offset + size]
+            except ValueError:  # "mmap closed or invalid": sealed meanwhile
+                from_file = open_file()
+        return from_file(offset, size)
+
+    return read
 
 
 # A SpooledRecord from a (ts_ns, payload, key) tuple without NamedTuple's Python-level
@@ -282,7 +315,7 @@ _new_record: Final = cast(
 
 
 def _read_slowly(
-    fd: int,
+    read: Callable[[int, int], bytes],
     records: list[SpooledRecord],
     offset: int,
     limit: int,
@@ -293,7 +326,7 @@ def _read_slowly(
 ) -> tuple[list[SpooledRecord], int, int, int, int]:
     end = offset
     torn = corrupt = 0
-    for item in read_frames(_reader(fd), offset, limit, window_bytes=1 << 16):
+    for item in read_frames(read, offset, limit, window_bytes=1 << 16):
         if isinstance(item, Frame):
             if records and payload_bytes + len(item.payload) > max_bytes:
                 break
@@ -313,8 +346,12 @@ def _read_slowly(
 def _scan_segment(segment: Segment, start: int) -> tuple[int, int, int]:
     """Count a segment's intact records from ``start`` into ``segment``.
 
+    A segment left by a process that died while writing it is still as long as it was
+    preallocated, zeros after its last frame: the file is cut back to where its content ends
+    (the caller holds the directory's lock), so that sizes on disk are what the cap counts.
+
     Returns:
-        The file's size, and the torn tails and corrupt regions found.
+        The size of the segment's content, and the torn tails and corrupt regions found.
     """
     fd = os.open(segment.path, _OPEN_READ)
     try:
@@ -322,9 +359,12 @@ def _scan_segment(segment: Segment, start: int) -> tuple[int, int, int]:
         found = count_frames(_reader(fd), start, size, window_bytes=_SCAN_WINDOW_BYTES)
     finally:
         os.close(fd)
+    if found.end < size:
+        with contextlib.suppress(OSError):  # left uncut, the zeros are only read past again
+            os.truncate(segment.path, found.end)
     segment.records = found.records
     segment.bytes = found.records * HEADER_BYTES + found.payload_bytes
-    return size, found.torn, found.corrupt
+    return found.end, found.torn, found.corrupt
 
 
 def first_ts_ns(path: Path, start: int, size: int) -> int | None:

@@ -33,8 +33,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
-__all__ = ["REPO_ROOT", "LokiProcess", "RssSampler", "closed_port_url", "machine_note", "rss_kib"]
+__all__ = [
+    "IDS",
+    "REPO_ROOT",
+    "LokiProcess",
+    "RssSampler",
+    "closed_port_url",
+    "machine_note",
+    "rss_kib",
+]
 
+#: The five identifiers every log-call benchmark binds.
+IDS: Final = {
+    "node_id": "n-17",
+    "node_instance_id": "ni-3",
+    "correlation_id": "5f0c6f5e-8f8e-4a3b-9a53-1f2d3c4b5a69",
+    "allocation_id": "a-9",
+    "workflow_id": "wf-2",
+}
 #: The repository root: children run from here so ``tests.lokisim`` is importable.
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 

@@ -29,14 +29,7 @@ import structlog
 from opentelemetry.sdk.trace import TracerProvider
 
 import agent_logging
-
-IDS = {
-    "node_id": "n-17",
-    "node_instance_id": "ni-3",
-    "correlation_id": "5f0c6f5e-8f8e-4a3b-9a53-1f2d3c4b5a69",
-    "allocation_id": "a-9",
-    "workflow_id": "wf-2",
-}
+from benchmarks._common import IDS
 
 
 def _ours(sink: Any) -> Callable[[int], None]:

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from benchmarks._common import (
+    IDS,
     REPO_ROOT,
     LokiProcess,
     RssSampler,
@@ -56,13 +57,6 @@ from benchmarks._common import (
     rss_kib,
 )
 
-IDS: Final = {
-    "node_id": "n-17",
-    "node_instance_id": "ni-3",
-    "correlation_id": "5f0c6f5e-8f8e-4a3b-9a53-1f2d3c4b5a69",
-    "allocation_id": "a-9",
-    "workflow_id": "wf-2",
-}
 LABELS: Final = {"service": "bench", "layer": "node", "env": "prod"}
 PUSH_PATH: Final = "/loki/api/v1/push"
 PACED_WARMUP: Final = 500
@@ -308,7 +302,7 @@ def child_breakdown(records: int) -> None:
             for record in records_out:
                 append(record.ts_ns, record.payload, record.key)
 
-        timed("spool append (one os.write)", append_all, len(records_out))
+        timed("spool append (a copy into the mapping)", append_all, len(records_out))
 
         def peek_and_ack_all() -> None:
             spool = spools.pop()

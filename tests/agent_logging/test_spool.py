@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_logging import _spool
-from agent_logging._framing import encode_frame
+from agent_logging._framing import HEADER_BYTES, encode_frame
 from agent_logging._spool import Batch, Spool, SpooledRecord, SpoolPosition, read_all
 from agent_logging.errors import ConfigurationError, SpoolError
 
@@ -246,15 +247,24 @@ def test_damage_in_the_active_segment_is_counted_once(directory: Path) -> None:
             assert spool.stats().corrupt == 1
 
 
-def test_lost_active_segment_is_reported_then_set_aside(spool: Spool, directory: Path) -> None:
+def test_a_deleted_active_segment_still_ships_from_its_mapping(
+    spool: Spool, directory: Path
+) -> None:
     fill(spool, range(1))
     (directory / "seg-0000000000000001.spool").unlink()  # by someone else
-    with pytest.raises(SpoolError, match=r"cannot read spool segment .*0001\.spool: "):
-        spool.peek_batch()
-    fill(spool, range(1, 2))  # rotates away from the lost segment
-    assert drain(spool) == [rec(1)]
+    fill(spool, range(1, 2))  # the mapping keeps the file's data until it is sealed
+    assert drain(spool) == [rec(0), rec(1)]
     stats = spool.stats()
-    assert (stats.bad_segments, stats.dropped, stats.records) == (1, 1, 0)
+    assert (stats.bad_segments, stats.dropped, stats.records, stats.write_errors) == (0, 0, 0, 0)
+
+
+def test_a_lost_sealed_segment_is_reported_then_set_aside(directory: Path) -> None:
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(3))  # two in the first segment, sealed; one in the active one
+        (directory / "seg-0000000000000001.spool").unlink()  # by someone else
+        assert drain(spool) == [rec(2)]
+        stats = spool.stats()
+        assert (stats.bad_segments, stats.dropped, stats.records) == (1, 2, 0)
 
 
 def test_unreadable_segment_is_set_aside(directory: Path) -> None:
@@ -359,19 +369,104 @@ def test_lock_held_raises_with_the_owner_pid(directory: Path) -> None:
     reopened.close()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-def test_write_error_is_counted_and_the_next_append_recovers(spool: Spool) -> None:
+def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.posix_fallocate
+
+    def no_space(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(2))  # the first segment is full: the next append rotates
+        monkeypatch.setattr(os, "posix_fallocate", no_space)
+        assert spool.append(1002, rec(2)) is False
+        assert spool.stats().write_errors == 1
+        assert segment_names(directory) == ["seg-0000000000000001.spool"]  # none half-made
+        monkeypatch.setattr(os, "posix_fallocate", real)
+        assert spool.append(1003, rec(3)) is True  # on a fresh segment
+        assert drain(spool) == [rec(0), rec(1), rec(3)]
+        assert spool.stats().appended == 3
+
+
+def test_a_failed_copy_is_counted_and_the_next_append_recovers(spool: Spool) -> None:
     fill(spool, range(1))
-    full = os.open("/dev/full", os.O_WRONLY)
-    try:
-        os.dup2(full, spool._fd)  # every write now fails with ENOSPC
-    finally:
-        os.close(full)
+    assert spool._map is not None
+    spool._map.close()  # a bug's worth of damage: the mapping gone under the writer
+    batch = spool.peek_batch()  # read from the file instead
+    assert batch is not None
+    assert [r.payload for r in batch.records] == [rec(0)]
     assert spool.append(1001, rec(1)) is False
     assert (spool.stats().write_errors, spool.stats().dropped) == (1, 0)
     assert spool.append(1002, rec(2)) is True  # on a fresh segment
     assert drain(spool) == [rec(0), rec(2)]
     assert spool.stats().appended == 2
+
+
+def test_segments_are_preallocated_and_cut_back_to_their_content(directory: Path) -> None:
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(3))  # two in the first segment, one in the second
+        first, second = (directory / name for name in segment_names(directory))
+        assert first.stat().st_size == 2 * FRAME  # sealed: cut back
+        assert second.stat().st_size == SMALL["segment_bytes"]  # active: preallocated
+        assert second.read_bytes()[FRAME:] == bytes(SMALL["segment_bytes"] - FRAME)
+        assert [r.payload for r in read_all(directory)] == [rec(0), rec(1), rec(2)]
+    assert second.stat().st_size == FRAME  # closed: cut back
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc (Linux)")
+def test_the_mapping_s_written_pages_are_given_back_and_their_data_kept(directory: Path) -> None:
+    def resident_kib(name: str) -> int:
+        total, inside = 0, False
+        with open("/proc/self/smaps", encoding="ascii", errors="replace") as smaps:
+            for line in smaps:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+                    inside = fields[-1].endswith(name)
+                elif inside and fields[0] == "Rss:":
+                    total += int(fields[1])
+        return total
+
+    record = b"x" * 1000
+    with Spool.open(directory, segment_bytes=16 * 2**20, max_bytes=64 * 2**20) as spool:
+        for n in range(6000):  # 6 MiB into one segment
+            assert spool.append(n, record)
+        assert len(segment_names(directory)) == 1
+        assert resident_kib(segment_names(directory)[0]) <= 1024 + 4  # not 6 MiB
+        shipped = 0
+        while (batch := spool.peek_batch()) is not None:
+            assert all(r.payload == record for r in batch.records)
+            shipped += len(batch.records)
+            spool.ack(batch)
+        assert shipped == 6000
+
+
+def test_a_record_larger_than_a_segment_gets_a_segment_of_its_own(directory: Path) -> None:
+    big = b"x" * (3 * SMALL["segment_bytes"])  # type: ignore[operator]
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(1))
+        assert spool.append(1001, big) is True
+        fill(spool, range(2, 3))
+        names = segment_names(directory)
+        assert len(names) == 3
+        assert (directory / names[1]).stat().st_size == HEADER_BYTES + len(big)
+        assert drain(spool) == [rec(0), big, rec(2)]
+
+
+def test_a_previous_run_s_preallocated_tail_is_cut_and_not_counted_as_damage(
+    directory: Path,
+) -> None:
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(1))
+        first = directory / segment_names(directory)[0]
+        saved = first.read_bytes()  # the active segment: one frame, then zeros
+    first.write_bytes(saved)  # as a SIGKILL leaves it: never cut back
+    assert first.stat().st_size == SMALL["segment_bytes"]
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        assert first.stat().st_size == FRAME
+        stats = spool.stats()
+        assert (stats.records, stats.torn, stats.corrupt, stats.disk_bytes) == (1, 0, 0, FRAME)
+        assert drain(spool) == [rec(0)]
 
 
 def test_oversized_record_is_refused(spool: Spool) -> None:
