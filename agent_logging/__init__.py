@@ -50,6 +50,7 @@ __all__ = [
     "configure",
     "current_ids",
     "env",
+    "flush",
     "get_logger",
     "headers",
     "health",
@@ -137,6 +138,19 @@ def sql_comment() -> str:
     Values are URL-encoded per the sqlcommenter spec; the result is safe to append.
     """
     return _propagation.sql_comment_for(current_ids())
+
+
+def flush(timeout_s: float = 5.0) -> bool:
+    """Ship everything spooled so far now, without waiting for a batch to fill or age.
+
+    Blocks the caller up to ``timeout_s`` (the logging calls themselves never wait). For the
+    end of a batch job or a test; ``agent-logging drain`` is the gate before a reimage.
+
+    Returns:
+        True when everything was shipped in time, or nothing ships (no durable path).
+    """
+    pipeline = _state.pipeline
+    return True if pipeline is None else pipeline.flush(timeout_s)
 
 
 def health() -> dict[str, Any]:

@@ -200,6 +200,25 @@ class Pipeline:
                 report.update(sink_health())
         return report
 
+    def flush(self, timeout_s: float) -> bool:
+        """Ship what every shipping sink holds, within ``timeout_s`` in total.
+
+        Returns:
+            True when every such sink emptied in time (or there is none).
+        """
+        deadline = time.monotonic() + timeout_s
+        emptied = True
+        for sink in self.sinks:
+            flush = getattr(sink, "flush", None)
+            if flush is None:
+                continue
+            try:
+                emptied = bool(flush(max(0.0, deadline - time.monotonic()))) and emptied
+            except Exception as exc:  # noqa: BLE001 - flushing continues with the next sink
+                self._fail(type(sink).__name__, exc)
+                emptied = False
+        return emptied
+
     def close(self, timeout_s: float) -> None:
         """Close every sink within ``timeout_s`` in total."""
         deadline = time.monotonic() + timeout_s

@@ -14,7 +14,10 @@ the machine's cores. Every scenario runs in a fresh child process, against a fre
 - ``LokiQueueHandler``: the same handler behind a ``QueueListener`` thread.
 
 lines/s = records / (time from the first log call until the server holds the last record);
-the server reports when it saw its count reached, on the machine-wide monotonic clock.
+the server reports when it saw its count reached, on the machine-wide monotonic clock. The
+sustained runs call ``agent_logging.flush()`` after their last log call, so that the last,
+partial batch ships at once rather than after its 1 s age limit (a service that logs on
+never waits for it; python-logging-loki's handlers have no such wait either).
 Caller cost = time spent inside the log calls / records, flat out (where the shipper thread
 competes for the GIL on every batch) and paced at ``--paced-rate`` calls/s, closer to a
 service's load, with Loki up and down. The outage scenarios point at a closed port:
@@ -104,11 +107,16 @@ def _timed_chunks(
 
 
 def _log_and_report(
-    call: Callable[[int], object], records: int, rate: float = 0.0, warmup: int = 0
+    call: Callable[[int], object],
+    records: int,
+    rate: float = 0.0,
+    warmup: int = 0,
+    after: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
     """Log, report the timings, wait for the parent's ``finish`` (it waits on the server).
 
-    ``warmup`` calls come first, untimed (and reported, for the parent to count them).
+    ``warmup`` calls come first, untimed (and reported, for the parent to count them);
+    ``after`` runs after the last call, before the report (``agent_logging.flush``).
 
     Returns:
         ``rss`` (the sampler's figures) and ``cpu_us``: this process's CPU time from the
@@ -122,6 +130,8 @@ def _log_and_report(
         t0 = time.monotonic()
         chunk_us, chunk_rss_kib = _timed_chunks(call, records, rate)
         t1 = time.monotonic()
+        if after is not None:
+            after()
         call_us = sum(chunk_us) / len(chunk_us)
         _emit(
             phase="logged",
@@ -137,8 +147,13 @@ def _log_and_report(
     return {"rss": rss.figures(), "cpu_us": cpu_us}
 
 
-def child_durable(url: str, records: int, rate: float) -> None:
-    """Log through the durable path; stay alive (shipping) until the parent says finish."""
+def child_durable(url: str, records: int, rate: float, *, flush: bool = False) -> None:
+    """Log through the durable path; stay alive (shipping) until the parent says finish.
+
+    With ``flush``, ``agent_logging.flush()`` after the last call: the last, partial batch
+    ships at once instead of waiting out its age limit (``batch_interval_s``, 1 s), which a
+    service logging on never waits for and which would otherwise end every finite run.
+    """
     import agent_logging
 
     spool_dir = tempfile.mkdtemp(prefix="bench-ship-")
@@ -162,6 +177,7 @@ def child_durable(url: str, records: int, rate: float) -> None:
             records,
             rate,
             warmup=PACED_WARMUP if rate > 0 else 0,
+            after=(lambda: agent_logging.flush(timeout_s=60.0)) if flush else None,
         )
         health = agent_logging.health()
         agent_logging.shutdown(timeout_s=2.0)
@@ -350,8 +366,8 @@ def child_breakdown(records: int) -> None:
 
 
 def _child(scenario: str, url: str, records: int, rate: float) -> None:
-    if scenario == "durable":
-        child_durable(url, records, rate)
+    if scenario in ("durable", "sustained"):
+        child_durable(url, records, rate, flush=scenario == "sustained")
     elif scenario == "reference":
         child_reference(records)
     elif scenario in ("handler", "queue"):
@@ -457,7 +473,7 @@ def main() -> None:
         _sink_best(args.records, args.repeat, verbose=True)
         return
     with LokiProcess() as loki:
-        runs["ours"] = _run("durable", args.server_records, url=loki.url, loki=loki)
+        runs["ours"] = _run("sustained", args.server_records, url=loki.url, loki=loki)
     runs["ours_sink"] = _sink_best(args.records, args.repeat)
     runs["reference"] = _run("reference", min(args.records, 100_000))
     runs["ours_down"] = _run("durable", args.outage_records, url=closed_port_url())
@@ -490,7 +506,7 @@ def _sink_best(records: int, repeat: int, *, verbose: bool = False) -> dict[str,
     best: dict[str, Any] = {}
     for _ in range(max(1, repeat)):
         with LokiProcess(sink=True) as sink:
-            run = _run("durable", records, url=sink.url, loki=sink)
+            run = _run("sustained", records, url=sink.url, loki=sink)
         rate = _rate(run)
         if verbose:
             shown = "timeout" if rate is None else f"{rate:,.0f}"

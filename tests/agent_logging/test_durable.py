@@ -206,6 +206,30 @@ def test_node_agents_get_one_stream_per_node_by_default(loki: LokiServer, tmp_pa
     assert entry.metadata["allocation_id"] == "a-9"
 
 
+@pytest.mark.integration
+def test_flush_ships_now_what_would_wait_for_its_batch_to_age(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    configure(loki.url, tmp_path / "spool", batch_interval_s=3600.0)  # a batch ages an hour
+    log = agent_logging.get_logger("tests")
+    for n in range(5):
+        log.info("claimed", attempt=n)
+    assert agent_logging.flush(timeout_s=10.0) is True
+    assert [r["attempt"] for r in stored_records(loki)] == [0, 1, 2, 3, 4]
+    assert durable().health()["spool_records"] == 0
+    loki.go_down()
+    log.info("claimed", attempt=5)
+    assert agent_logging.flush(timeout_s=0.3) is False  # Loki is down: still spooled
+    assert durable().health()["spool_records"] == 1
+
+
+def test_flush_without_a_durable_path_has_nothing_to_ship() -> None:
+    agent_logging.shutdown()
+    assert agent_logging.flush() is True  # not configured
+    agent_logging.configure(service="svc", layer="node", env="test", output="none")
+    assert agent_logging.flush() is True  # nothing ships
+
+
 # -- 3. outages, 429s and refusals --------------------------------------------------------------
 
 
