@@ -5,27 +5,18 @@ files and an ack file (the layout, replay and the reading of segment files are i
 ``_segments``; this module holds the live spool's state).
 
 Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own ``ts_ns`` and
-its stream key, see ``_framing``) and copies it, under one lock, into a shared memory mapping
-(``mmap``, ``MAP_SHARED``) of the active segment file: the bytes are then in the kernel's page
-cache, which is the file, so a returned call survives a SIGKILL of the process; only power
-loss needs the fsync policy (``fsync`` on the file writes back pages dirtied through the
-mapping too). A copy rather than a ``write`` system call because a system call releases the
-GIL: with another thread busy in Python, each log call then waited for that thread's switch
-interval to pass (5 ms) before it could return, 2.4 ms per call against 40 µs with the copy
-(measured with one CPU-bound thread beside the logging one). The segment is preallocated
-(``posix_fallocate``, so a full disk fails the rotation, counted, and never faults a write
-into the mapping) to ``segment_bytes``, or to the size of a larger frame, which then has a
-segment to itself; a segment is cut back to its content when it is sealed, and readers take
-zeros after the last frame for space not written yet (``_framing``). Up to one segment's
-preallocation is on disk beyond what the size cap counts. Written pages of the mapping count
-in the process's RSS: the writer gives them back every MiB (``MADV_DONTNEED``; the data stays
-in the page cache), so memory stays flat however much is spooled. It never touches the network and
-never raises on a full spool or a failed write: it returns False and counts. A new segment
-starts at every open (the previous run's last segment may end in a torn frame, and nothing
-is ever appended after one) and whenever the next frame would take the active segment past
-``segment_bytes``. Files are created 0600 and the directory 0700: records are redacted, but
-they are still operational detail. Nothing but the owner may truncate the active segment:
-touching a mapped page past the end of its file kills the process (SIGBUS).
+its stream key, see ``_framing``) and copies it, under one lock, into a shared mapping of the
+active segment file (``_writer``: preallocated, in the page cache, no system call, so the call
+never releases the GIL), so a returned call survives a SIGKILL of the process; only power loss
+needs the fsync policy. It never touches the network and never raises on a full spool or a
+failed write: it returns False and counts. A new segment starts at every open (the previous
+run's last segment may end in a torn frame, and nothing is ever appended after one) and
+whenever the next frame would take the active segment past ``segment_bytes``; a frame larger
+than that gets a segment of its own, sized for it. A segment that cannot be allocated (a full
+disk) fails the rotation, counted, and the next append tries again. Sealed segments are cut
+back to their content; up to one segment's preallocation is on disk beyond what the size cap
+counts. Files are created 0600 and the directory 0700: records are redacted, but they are
+still operational detail.
 
 Reading and acknowledgement (at-least-once). One shipper thread calls :meth:`Spool.peek_batch`,
 delivers the batch and calls :meth:`Spool.ack`. A peek never consumes: until its ack the same
@@ -90,7 +81,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import mmap
 import os
 import threading
 import time
@@ -116,6 +106,7 @@ from agent_logging._segments import (
     unlink,
     write_acked,
 )
+from agent_logging._writer import SegmentWriter
 from agent_logging.errors import ConfigurationError, SpoolError
 
 __all__ = [
@@ -133,9 +124,7 @@ FullPolicy = Literal["drop_oldest", "drop_newest", "block"]
 FsyncPolicy = Literal["batch", "interval", "always", "never"]
 _FULL_POLICIES: Final = ("drop_oldest", "drop_newest", "block")
 _FSYNC_POLICIES: Final = ("batch", "interval", "always", "never")
-_OPEN_NEW: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-#: The writer gives back the pages of its mapping behind it every this many bytes.
-_RELEASE_BYTES: Final = 1 << 20
+
 #: The clock of the ``interval`` fsync policy; tests replace it.
 _now = time.monotonic
 
@@ -208,14 +197,6 @@ class Spool:
         self._room = threading.Condition(self._lock)
         self._read_lock = threading.Lock()
         self._lock_fd = lock_fd
-        self._fd = -1
-        # The active segment's mapping and its size (preallocated on disk); the mapping's
-        # pages below _released are given back, the next ones once the writer passes
-        # _release_at.
-        self._map: mmap.mmap | None = None
-        self._capacity = 0
-        self._released = 0
-        self._release_at = _RELEASE_BYTES
         self._usable = False
         self._closed = False
         self._closed_why = "closed"
@@ -234,9 +215,7 @@ class Spool:
         self._torn = self._corrupt = self._bad_segments = 0
         try:
             next_seq = self._replay()
-            self._active, self._fd, self._map = self._create_segment(
-                next_seq, options.segment_bytes
-            )
+            self._active, self._writer = self._create_segment(next_seq, options.segment_bytes)
         except OSError as exc:
             os.close(lock_fd)
             raise SpoolError(f"cannot open spool {directory}: {exc}") from exc
@@ -344,9 +323,10 @@ class Spool:
                 if not self._prepare(size):
                     return False
                 active = self._active
+            writer = self._writer
             start = active.size
             try:
-                self._map[start : start + size] = frame  # type: ignore[index]
+                writer.mapping[start : start + size] = frame  # type: ignore[index]
             except (TypeError, ValueError, IndexError):  # closed under us: a bug, counted
                 self._write_failed()
                 return False
@@ -354,8 +334,8 @@ class Spool:
             active.records += 1
             active.bytes += size
             self._appended += 1
-            if end > self._release_at:
-                self._release_behind(end)
+            if end > writer.release_at:
+                writer.release_behind(end)
             before = self._bytes
             self._bytes = after = before + size
             if self._fsync_always:
@@ -373,7 +353,7 @@ class Spool:
         if (
             self._rotate_due
             or (active.size and active.size + size > self._opt.segment_bytes)
-            or active.size + size > self._capacity
+            or active.size + size > self._writer.capacity
         ):
             return self._rotate(size)
         return True
@@ -403,7 +383,7 @@ class Spool:
             self._fast_limit = -1
         else:
             room = self._opt.max_bytes - self._sealed_bytes
-            self._fast_limit = min(self._opt.segment_bytes, room, self._capacity)
+            self._fast_limit = min(self._opt.segment_bytes, room, self._writer.capacity)
 
     def _drop_head_segment(self) -> None:
         segment = self._segments[0]
@@ -427,7 +407,7 @@ class Spool:
         """Seal the active segment and start the next, with room for a ``size``-byte frame."""
         old = self._active
         try:
-            self._active, fd, mapping = self._create_segment(
+            self._active, writer = self._create_segment(
                 old.seq + 1, max(self._opt.segment_bytes, size)
             )
         except OSError:
@@ -435,8 +415,8 @@ class Spool:
             self._rotate_due = True
             self._refresh_fast_limit()
             return False
-        self._seal(old)
-        self._fd, self._map = fd, mapping
+        self._writer.seal(old.size)
+        self._writer = writer
         self._rotate_due = False
         if old.size == 0 and self._segments[0] is not old:
             self._segments.remove(old)  # nothing in it, and not the reader's: delete it now
@@ -450,47 +430,12 @@ class Spool:
             self._dir_dirty = True
         return True
 
-    def _create_segment(self, seq: int, capacity: int) -> tuple[Segment, int, mmap.mmap]:
-        """A new segment file of ``capacity`` bytes, allocated on disk, and its mapping."""
+    def _create_segment(self, seq: int, capacity: int) -> tuple[Segment, SegmentWriter]:
+        """A new segment of ``capacity`` bytes, allocated on disk and mapped (lock held)."""
         segment = Segment(seq, segment_path(self.directory, seq))
-        fd = os.open(segment.path, _OPEN_NEW, 0o600)
-        try:
-            os.posix_fallocate(fd, 0, capacity)
-            mapping = mmap.mmap(fd, capacity)
-        except OSError:
-            os.close(fd)
-            unlink(segment.path)
-            raise
-        self._capacity = capacity
-        self._released = 0
-        self._release_at = _RELEASE_BYTES
+        writer = SegmentWriter(segment.path, capacity)
         self._segments.append(segment)
-        return segment, fd, mapping
-
-    def _seal(self, segment: Segment) -> None:
-        """Unmap the active segment, cut its file back to its content, close it (lock held)."""
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-        with contextlib.suppress(OSError):  # left uncut, readers skip the zeros
-            os.ftruncate(self._fd, segment.size)
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-        self._fd = -1
-
-    def _release_behind(self, end: int) -> None:
-        """Unmap the written pages behind the writer (lock held): the resident set stays flat.
-
-        Written pages of a shared file mapping count in the process's RSS until unmapped.
-        ``MADV_DONTNEED`` drops them from this process only: the data (dirty or not) stays
-        in the page cache, which is the file, and a read of the mapping faults it back in.
-        """
-        upto = end - end % mmap.PAGESIZE
-        if self._map is not None and upto > self._released:
-            with contextlib.suppress(OSError, ValueError):
-                self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
-            self._released = upto
-        self._release_at = upto + _RELEASE_BYTES
+        return segment, writer
 
     def _write_failed(self) -> None:
         self._write_errors += 1
@@ -499,7 +444,7 @@ class Spool:
 
     def _fsync_active(self) -> None:
         try:
-            os.fsync(self._fd)
+            os.fsync(self._writer.fd)
         except OSError:
             self._write_errors += 1
         else:
@@ -516,8 +461,8 @@ class Spool:
         """fsync every segment with unsynced bytes, and the directory after a rotation."""
         with self._lock:
             pending = [(s, s.size) for s in self._segments if s.synced < s.size]
-            active = self._active.synced < self._active.size and self._fd >= 0
-            active_fd = os.dup(self._fd) if active else -1
+            fd = self._writer.fd
+            active_fd = os.dup(fd) if fd >= 0 and self._active.synced < self._active.size else -1
             dir_dirty, self._dir_dirty = self._dir_dirty, False
             self._last_sync = _now()
         try:
@@ -594,7 +539,7 @@ class Spool:
                         segment.checked,
                         segment is not self._active,
                     )
-                    mapping = None if sealed else self._map
+                    mapping = None if sealed else self._writer.mapping
                 try:
                     records, end, payload_bytes, torn, corrupt = read_segment(
                         segment.path,
@@ -761,7 +706,7 @@ class Spool:
             if self._opt.fsync != "never":
                 self.sync()
             with self._lock:
-                self._seal(self._active)
+                self._writer.seal(self._active.size)
                 if self._active.size == 0:
                     self._segments.pop()
                     unlink(self._active.path)
@@ -782,15 +727,11 @@ class Spool:
         self._room = threading.Condition(self._lock)
         self._read_lock = threading.Lock()
         self.wake = threading.Event()
-        if self._map is not None:
-            with contextlib.suppress(BufferError, OSError):
-                self._map.close()  # this process's mapping; the file and the parent's stay
-            self._map = None
-        for fd in (self._fd, self._lock_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._fd = self._lock_fd = -1
+        self._writer.forget()  # this process's mapping and fd; the file and the parent's stay
+        if self._lock_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+        self._lock_fd = -1
         self._usable = False
         self._fast_limit = -1
         self._closed = True  # close() in the child must neither unlock nor unlink

@@ -391,8 +391,8 @@ def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
 
 def test_a_failed_copy_is_counted_and_the_next_append_recovers(spool: Spool) -> None:
     fill(spool, range(1))
-    assert spool._map is not None
-    spool._map.close()  # a bug's worth of damage: the mapping gone under the writer
+    assert spool._writer.mapping is not None
+    spool._writer.mapping.close()  # a bug's worth of damage: the mapping gone under the writer
     batch = spool.peek_batch()  # read from the file instead
     assert batch is not None
     assert [r.payload for r in batch.records] == [rec(0)]
@@ -565,13 +565,14 @@ def test_close_is_idempotent_and_later_appends_are_dropped(directory: Path) -> N
 def test_after_fork_in_child_closes_fds_and_touches_no_file(directory: Path) -> None:
     spool = Spool.open(directory)
     fill(spool, range(1))
-    fds = (spool._fd, spool._lock_fd)
+    fds = (spool._writer.fd, spool._lock_fd)
     before = sorted(p.name for p in directory.iterdir())
     spool.after_fork_in_child()
     spool.after_fork_in_child()
     for fd in fds:
         with pytest.raises(OSError, match="Bad file descriptor"):
             os.fstat(fd)
+    assert spool._writer.mapping is None  # the child's copy of the mapping is gone
     assert spool.append(1001, rec(1)) is False
     with pytest.raises(SpoolError, match="it belongs to the parent of a fork"):
         spool.peek_batch()

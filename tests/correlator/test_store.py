@@ -240,9 +240,7 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
     }
     # A window cutting into all three runs: events 500 .. 2,199.
     window = {"from_ns": T0 + 50 * 1_000_000_000, "to_ns": T0 + 220 * 1_000_000_000}
-    assert store.link_counts("node_id", "n-busy", **window) == {
-        "node_instance_id": {"ni-1": 1_700}
-    }
+    assert store.link_counts("node_id", "n-busy", **window) == {"node_instance_id": {"ni-1": 1_700}}
 
 
 def test_row_ids_are_read_as_runs_of_consecutive_ids() -> None:
