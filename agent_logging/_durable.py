@@ -53,6 +53,8 @@ _ADOPT_DEADLINE_S: Final = 3600.0
 #: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
 #: behind while its parent lives on, possibly for months.
 _ADOPT_RESCAN_S: Final = 60.0
+#: A spool found locked is tried once more after this pause: a reader's lock is brief.
+_PROBE_RETRY_S: Final = 0.5
 #: An adoption ships in slices of this length, re-checking between them whether the sink is
 #: closing: ``close()`` must not leave a thread pushing through a closed client for an hour.
 _ADOPT_SLICE_S: Final = 1.0
@@ -245,6 +247,10 @@ class Durable:
                 continue  # our own spool, or a directory that holds it
             try:
                 orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
+                if orphan is None and not self._stop.wait(_PROBE_RETRY_S):
+                    # Held for a moment by `agent-logging status` or `drain` reading it (a
+                    # shared lock), or by a live owner: only the owner still holds it now.
+                    orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
             except Exception as exc:  # noqa: BLE001 - a broken orphan must not stop this one
                 _state.report_once(f"adopt:{directory}", f"cannot adopt spool {directory}: {exc}")
                 continue

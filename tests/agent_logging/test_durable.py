@@ -434,6 +434,22 @@ def is_locked(directory: Path) -> bool:
 
 
 @pytest.mark.integration
+def test_an_orphan_a_reader_holds_for_a_moment_is_adopted_in_the_same_round(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    fill_spool(root / "old-svc", "old-svc", 3)
+    # What `agent-logging status` does while it reads a spool: a shared lock, for a moment.
+    fd = os.open(root / "old-svc" / "lock", os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    threading.Timer(0.2, os.close, (fd,)).start()
+    configure(loki.url, root, "new-svc")
+    assert durable().wait_for_adoption(1, timeout_s=15.0)  # not the next rescan, 60 s on
+    assert len(loki.entries()) == 3
+    assert not (root / "old-svc").exists()
+
+
+@pytest.mark.integration
 def test_shutdown_ends_an_adoption_in_progress_and_releases_the_orphan(
     loki: LokiServer, tmp_path: Path
 ) -> None:
@@ -442,8 +458,7 @@ def test_shutdown_ends_an_adoption_in_progress_and_releases_the_orphan(
     loki.go_down()
     configure(loki.url, root, "new-svc")
     # Wait on the adopter's own state, not by probing the lock: a probe holds a shared lock
-    # for a moment, and an adopter trying to take the directory in that moment finds it
-    # "owned" and leaves it to its next rescan, a minute later.
+    # for a moment, which the adopter takes for an owner's unless it is gone on its retry.
     deadline = time.monotonic() + 30.0
     pause = threading.Event()
     while durable()._adopting is None and time.monotonic() < deadline:
