@@ -22,12 +22,12 @@ CLI) does not rescan every event first. Ingest runs as one transaction per input
 logging every row to the WAL and writing it again at the checkpoint.
 
 Large answers (a busy node's 10,000 events) are read in two steps: which rows, in order, from
-the identifier, time and hash columns alone; then every column of just those rows, by row id
-when they are spread over the table (a few in every vector of a store in arrival order: 1 s
-→ 0.25 s at 10^7 events), or by a scan the zone maps narrow down when they sit side by side.
-The expansion's link lookups are batched, one IN list per identifier kind. Each inserted
-batch is sorted by node, then time, into row groups of 16,384 rows (the file is attached with
-that size, see :class:`Store`), so a busy node's events of one batch sit side by side.
+the identifier, time and hash columns alone; then every column of just those rows, by ranges
+or a list of row ids, or by a scan the zone maps narrow down (``_rows``). The expansion's
+link counts and the link cardinalities are counted in SQL (``_links``), the lookups batched,
+one IN list per identifier kind. Each inserted batch is sorted by node, then time, into row
+groups of 16,384 rows (the file is attached with that size, see :class:`Store`), so a busy
+node's events of one batch sit side by side.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from correlator import _links
+from correlator._rows import FETCH_ROWS, fetch_events, row_filter, time_window
 from correlator.errors import QueryError, SourceError
 from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event, Reject
 
@@ -101,22 +103,9 @@ _INSERT_ORDER: Final = "ORDER BY node_id, ts_ns, hash"
 
 #: Identifier columns, the only names ever formatted into SQL (from this fixed tuple).
 _ID_COLUMNS: Final = (*IDENTIFIER_KEYS, "trace_id")
-_ATTRS_AT: Final = EVENT_COLUMNS.index("attrs")
 #: At most this many matching rows are read through an index (DuckDB's index_scan_max_count,
 #: set on every connection with index_scan_percentage = 0); more, and it scans the table.
 _INDEX_ROWS: Final = 2048
-#: Up to this many rows are read through the identifier indexes (a timeline of an allocation:
-#: ~100 rows, ~0.1 ms each at 10^7 events); more are read by row id or by a scan.
-_FETCH_ROWS: Final = 256
-#: DuckDB decodes a column a vector (2,048 rows) at a time.
-_VECTOR_ROWS: Final = 2048
-#: Rows are read by row id when they lie in at least 1 in this many vectors of their span:
-#: a busy node's rows in a store in arrival order (10^4 rows in ~2,000 of ~2,400 vectors at
-#: 10^7 events: 0.25 s by row id, 1 s by node), or any large answer at 10^5 events. Rows in
-#: few vectors over a long span (a store ordered by node) are cheaper to scan for.
-_SPAN_SHARE: Final = 4
-#: Rows in at most this many runs of consecutive row ids are read by ranges of row ids.
-_MAX_RUNS: Final = 256
 
 
 @dataclass
@@ -164,75 +153,6 @@ def columns_from_events(events: Sequence[Event]) -> dict[str, list[Any]]:
                 value = orjson.dumps(value, default=str).decode() if value else None
             append(value)
     return columns
-
-
-def _by_row_id(row_ids: Sequence[int]) -> bool:
-    """Whether rows are best read by row id rather than again by their identifiers.
-
-    A few rows are cheapest through the identifier indexes. Many are not (DuckDB fetches
-    index hits one row at a time, every column decoded per row): they are read by row id
-    when they fill a good share of the vectors between the first and the last of them
-    (DuckDB reads that whole span), and otherwise by a scan the zone maps narrow down to
-    the row groups holding them (rows side by side, as in a store ordered by node).
-    """
-    if len(row_ids) <= _FETCH_ROWS:
-        return False
-    span = (max(row_ids) - min(row_ids)) // _VECTOR_ROWS + 1
-    touched = len({row_id // _VECTOR_ROWS for row_id in row_ids})
-    return touched * _SPAN_SHARE >= span
-
-
-def _fetch_events(
-    cursor: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
-) -> list[Event]:
-    """The rows of ``sql`` (all the columns, EVENT_COLUMNS order) as Events.
-
-    Through Arrow, a column at a time: DuckDB hands over its vectors, each column becomes
-    one Python list, and ``map(Event, ...)`` zips them. Half the Python time of converting
-    row tuples one value at a time (``fetchall``) for a busy node's 10,000 rows.
-    """
-    table = cursor.sql(sql, params=params).to_arrow_table()
-    columns = [column.to_pylist() for column in table.columns]
-    loads = orjson.loads
-    columns[_ATTRS_AT] = [loads(attrs) if attrs else {} for attrs in columns[_ATTRS_AT]]
-    return list(map(Event, *columns))
-
-
-def _row_filter(row_ids: Sequence[int]) -> tuple[str, list[Any]] | None:
-    """How to read many rows chosen by row id: a SQL condition and its parameters, or None
-    when reading them again by their identifiers is cheaper (few rows: through the indexes;
-    rows side by side: a scan the zone maps narrow down).
-
-    Rows in a few runs of consecutive row ids (a busy node's 10^4 rows in ~20 runs, one per
-    ingest batch, each batch stored ordered by node) are read by ranges, which DuckDB narrows
-    to their row groups: 4-5 times cheaper than a list of row ids, which it tests every row of
-    the table against. Rows a few in every row group (a busy node's 10^4 of 10^7 events on a
-    table in arrival order) are read by that list, rather than every vector the identifier's
-    rows touch: 0.25 s instead of 1 s at 10^7 events on 2 cores.
-    """
-    if len(row_ids) <= _FETCH_ROWS:
-        return None
-    runs = _row_runs(row_ids)
-    if len(runs) <= _MAX_RUNS:
-        ranges = " OR ".join(["rowid BETWEEN ? AND ?"] * len(runs))
-        return f"({ranges})", [bound for run in runs for bound in run]
-    if _by_row_id(row_ids):
-        return "rowid = ANY(?::BIGINT[])", [list(row_ids)]
-    return None
-
-
-def _row_runs(row_ids: Sequence[int]) -> list[tuple[int, int]]:
-    """Sorted row ids as runs of consecutive ids: ``[(first, last), ...]``."""
-    runs: list[tuple[int, int]] = []
-    ordered = sorted(row_ids)
-    first = last = ordered[0]
-    for row_id in ordered[1:]:
-        if row_id != last + 1:
-            runs.append((first, last))
-            first = row_id
-        last = row_id
-    runs.append((first, last))
-    return runs
 
 
 class Store:
@@ -444,14 +364,7 @@ class Store:
         # branch excluding the others' values, with a full scan: 4 s at 10^7 events.
         branches: list[str] = []
         params: list[Any] = []
-        window = ""
-        window_params: list[Any] = []
-        if from_ns is not None:
-            window += " AND ts_ns >= ?"
-            window_params.append(from_ns)
-        if to_ns is not None:
-            window += " AND ts_ns < ?"
-            window_params.append(to_ns)
+        window, window_params = time_window(from_ns, to_ns)
         for key, values in ids.items():
             if key not in _ID_COLUMNS:
                 raise QueryError(f"unknown identifier key {key!r}; use one of {_ID_COLUMNS}")
@@ -485,10 +398,10 @@ class Store:
             ).fetchall()
             truncated = len(chosen) > limit
             row_ids = [row[0] for row in chosen[:limit]]
-            by_row = _row_filter(row_ids)
+            by_row = row_filter(row_ids)
             if by_row is not None:
                 where, row_params = by_row
-                events = _fetch_events(
+                events = fetch_events(
                     cursor,
                     f"SELECT {_COLUMN_LIST} FROM events WHERE {where} ORDER BY ts_ns, hash",  # noqa: S608 - fixed names, bound values
                     row_params,
@@ -497,9 +410,9 @@ class Store:
                 # Few rows: the branches again with every column, through the indexes. Many
                 # rows side by side (a store ordered by node): the branches again as scans the
                 # zone maps narrow down, not through the indexes (one row at a time).
-                if len(row_ids) > _FETCH_ROWS:
+                if len(row_ids) > FETCH_ROWS:
                     cursor.execute("SET SESSION index_scan_max_count = 0")
-                events = _fetch_events(
+                events = fetch_events(
                     cursor,
                     f"WITH matched AS MATERIALIZED ({union(_COLUMN_LIST)}) "  # noqa: S608 - fixed names
                     "SELECT * FROM matched ORDER BY ts_ns, hash LIMIT ?",
@@ -651,7 +564,7 @@ class Store:
     def _rows_as_events(self, sql: str, params: Sequence[Any]) -> list[Event]:
         cursor = self.cursor()
         try:
-            return _fetch_events(cursor, sql, params)
+            return fetch_events(cursor, sql, params)
         finally:
             cursor.close()
 
@@ -662,87 +575,17 @@ class Store:
 
         Returns:
             ``{other_key: {other_value: events}}``.
+
+        Raises:
+            QueryError: an unknown identifier key.
         """
         if key not in _ID_COLUMNS:
             raise QueryError(f"unknown identifier key {key!r}")
-        others = [k for k in IDENTIFIER_KEYS if k != key]
-        low = from_ns if from_ns is not None else -(2**63)
-        high = to_ns if to_ns is not None else 2**63
         cursor = self.cursor()
         try:
-            cursor.execute("BEGIN TRANSACTION")  # the row ids must name the same rows twice
-            row_ids = [
-                row[0]
-                for row in cursor.execute(
-                    f"SELECT rowid FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-                    [value],
-                ).fetchall()
-            ]
-            if len(row_ids) <= _FETCH_ROWS:
-                # The rows themselves, filtered by time and counted here: with the window in
-                # the SQL, DuckDB prefers a scan of the row groups the window spans over the
-                # index (~20 ms against ~1 ms at 10^7 events), and grouping in SQL costs more
-                # in planning than it saves for the few rows most identifiers have.
-                rows = cursor.execute(
-                    f"SELECT ts_ns, {', '.join(others)} FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-                    [value],
-                ).fetchall()
-                found = None
-            else:
-                found = self._counted(cursor, key, value, others, row_ids, from_ns, to_ns)
-            cursor.execute("COMMIT")
+            return _links.link_counts(cursor, key, value, from_ns, to_ns)
         finally:
             cursor.close()
-        if found is not None:
-            return found
-        rows = [row for row in rows if low <= row[0] < high]
-        result: dict[str, dict[str, int]] = {}
-        for i, other in enumerate(others, 1):
-            counts = Counter(row[i] for row in rows if row[i] is not None)
-            if counts:
-                result[other] = dict(counts)
-        return result
-
-    @staticmethod
-    def _counted(
-        cursor: duckdb.DuckDBPyConnection,
-        key: str,
-        value: str,
-        others: Sequence[str],
-        row_ids: Sequence[int],
-        from_ns: int | None,
-        to_ns: int | None,
-    ) -> dict[str, dict[str, int]]:
-        """link_counts of an identifier with many rows (a busy node's 10^4): counted by
-        DuckDB, the rows read by row id when spread out (~70 ms instead of ~250 ms at 10^7
-        events, see events_matching) or by a scan the zone maps narrow down."""
-        # By the list of row ids even where they form a few runs: with five narrow columns
-        # to read, ranges are no cheaper here (timed: 30-38 ms either way at 10^7 events).
-        params: list[Any]
-        if _by_row_id(row_ids):
-            where, params = "rowid = ANY(?::BIGINT[])", [list(row_ids)]
-        else:
-            cursor.execute("SET SESSION index_scan_max_count = 0")
-            where, params = f"{key} = ?", [value]
-        if from_ns is not None:
-            where += " AND ts_ns >= ?"
-            params.append(from_ns)
-        if to_ns is not None:
-            where += " AND ts_ns < ?"
-            params.append(to_ns)
-        counted = " UNION ALL ".join(
-            f"SELECT {i}, {other}, count(*) FROM linked WHERE {other} IS NOT NULL GROUP BY 2"  # noqa: S608 - names from the fixed IDENTIFIER_KEYS
-            for i, other in enumerate(others)
-        )
-        rows = cursor.execute(
-            f"WITH linked AS MATERIALIZED (SELECT {', '.join(others)} FROM events "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-            f"WHERE {where}) {counted}",
-            params,
-        ).fetchall()
-        result: dict[str, dict[str, int]] = {}
-        for i, other_value, count in rows:
-            result.setdefault(others[i], {})[other_value] = int(count)
-        return {other: result[other] for other in others if other in result}
 
     def link_counts_many(
         self,
@@ -751,12 +594,7 @@ class Store:
         from_ns: int | None = None,
         to_ns: int | None = None,
     ) -> dict[tuple[str, str], dict[str, dict[str, int]]]:
-        """:meth:`link_counts` of many identifiers at once: one query instead of one each.
-
-        Args:
-            pairs: ``(key, value)`` identifiers.
-            from_ns: count only events at or after this time.
-            to_ns: count only events before this time.
+        """:meth:`link_counts` of many ``(key, value)`` identifiers at once, one query.
 
         Returns:
             ``{(key, value): {other_key: {other_value: events}}}`` for every pair given
@@ -765,52 +603,11 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        wanted = list(dict.fromkeys(pairs))
-        result: dict[tuple[str, str], dict[str, dict[str, int]]] = {p: {} for p in wanted}
-        by_key: dict[str, list[str]] = {}
-        for key, value in wanted:
-            if key not in IDENTIFIER_KEYS:
-                raise QueryError(f"unknown identifier key {key!r}")
-            by_key.setdefault(key, []).append(value)
-        if not by_key:
-            return result
-        # One branch per identifier kind, its column the branch's one filter, so that DuckDB
-        # answers it from that column's index while at most 2,048 rows match (an IN list of
-        # 20 allocations: ~18 ms at 10^7 events, against ~45 ms for 20 lookups and ~2 s for a
-        # UNION of 500 one-value branches, which DuckDB spends planning). The time window is
-        # applied here, after the lookup (see link_counts).
-        ids = ", ".join(IDENTIFIER_KEYS)
-        branches, params = [], []
-        for key, values in by_key.items():
-            position = IDENTIFIER_KEYS.index(key)
-            branches.append(
-                f"SELECT {position} AS own, ts_ns, {ids} FROM events "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-                f"WHERE {key} IN ({', '.join('?' * len(values))})"
-            )
-            params.extend(values)
         cursor = self.cursor()
         try:
-            rows = cursor.execute(" UNION ALL ".join(branches), params).fetchall()
+            return _links.link_counts_many(cursor, pairs, from_ns, to_ns)
         finally:
             cursor.close()
-        low = from_ns if from_ns is not None else -(2**63)
-        high = to_ns if to_ns is not None else 2**63
-        counters: dict[tuple[str, str], dict[int, Counter[str]]] = {}
-        for row in rows:
-            if not low <= row[1] < high:
-                continue
-            own = row[0]
-            per_kind = counters.setdefault((IDENTIFIER_KEYS[own], row[2 + own]), {})
-            for i in range(len(IDENTIFIER_KEYS)):
-                value = row[2 + i]
-                if i != own and value is not None:
-                    counter = per_kind.get(i)
-                    if counter is None:
-                        counter = per_kind[i] = Counter()
-                    counter[value] += 1
-        for pair, per_kind in counters.items():
-            result[pair] = {IDENTIFIER_KEYS[i]: dict(per_kind[i]) for i in sorted(per_kind)}
-        return result
 
     def cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
         """For each pair of identifier kinds (a, b): the most b values seen with one a value,
@@ -828,57 +625,24 @@ class Store:
         if result is None:
             result = self._compute_cardinalities()
             if not self._read_only:
-                self._store_cardinalities(result, count)
+                with self._writer() as writer:
+                    _links.store_cardinalities(writer, result, count)
         self._cardinality = (count, result)
         return result
 
     def _stored_cardinalities(self, count: int) -> dict[tuple[str, str], tuple[int, int]] | None:
         cursor = self.cursor()
         try:
-            rows = cursor.execute(
-                "SELECT near, far, far_per_near, near_per_far FROM link_cardinality "
-                "WHERE events = ?",
-                [count],
-            ).fetchall()
-        except duckdb.CatalogException:  # a file written before the table existed
-            return None
+            return _links.stored_cardinalities(cursor, count)
         finally:
             cursor.close()
-        if len(rows) != len(IDENTIFIER_KEYS) * (len(IDENTIFIER_KEYS) - 1):
-            return None
-        return {(near, far): (int(a), int(b)) for near, far, a, b in rows}
-
-    def _store_cardinalities(
-        self, result: Mapping[tuple[str, str], tuple[int, int]], count: int
-    ) -> None:
-        with self._writer() as cursor:
-            cursor.execute("DELETE FROM link_cardinality")
-            cursor.executemany(
-                "INSERT INTO link_cardinality VALUES (?, ?, ?, ?, ?)",
-                [(near, far, a, b, count) for (near, far), (a, b) in sorted(result.items())],
-            )
 
     def _compute_cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
-        parts = []
-        for i, a in enumerate(IDENTIFIER_KEYS):
-            for b in IDENTIFIER_KEYS[i + 1 :]:
-                parts.append(
-                    f"SELECT '{a}', '{b}', "  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {b}) c FROM events "
-                    f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {a})), "
-                    f"(SELECT coalesce(max(c), 0) FROM (SELECT count(DISTINCT {a}) c FROM events "
-                    f"WHERE {a} IS NOT NULL AND {b} IS NOT NULL GROUP BY {b}))"
-                )
         cursor = self.cursor()
         try:
-            rows = cursor.execute(" UNION ALL ".join(parts)).fetchall()
+            return _links.compute_cardinalities(cursor)
         finally:
             cursor.close()
-        result: dict[tuple[str, str], tuple[int, int]] = {}
-        for a, b, b_per_a, a_per_b in rows:
-            result[(a, b)] = (int(b_per_a), int(a_per_b))
-            result[(b, a)] = (int(a_per_b), int(b_per_a))
-        return result
 
     def time_bounds(self) -> tuple[int, int] | None:
         row = self.cursor().execute("SELECT min(ts_ns), max(ts_ns) FROM events").fetchone()

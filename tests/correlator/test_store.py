@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from correlator._rows import row_runs
 from correlator.errors import QueryError
 from correlator.model import Event
-from correlator.store import Store, _row_runs
+from correlator.store import Store
 from tests.correlator.events import T0, ev
 
 # One incident and a neighbour: an API record carries both a correlation and an allocation id
@@ -216,8 +217,8 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
     # More rows than are read through the indexes (256): the rows are chosen first, then read
     # by ranges of row ids (the busy node's rows lie in three runs, one per batch), by
     # scanning for their identifiers, or by row id (rows filling their span).
-    monkeypatch.setattr("correlator.store._MAX_RUNS", max_runs)
-    monkeypatch.setattr("correlator.store._SPAN_SHARE", span_share)
+    monkeypatch.setattr("correlator._rows._MAX_RUNS", max_runs)
+    monkeypatch.setattr("correlator._rows._SPAN_SHARE", span_share)
     busy = [
         ev(i / 10, "node", f"step {i}", node_id="n-busy", node_instance_id="ni-1")
         for i in range(2_500)
@@ -244,8 +245,8 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
 
 
 def test_row_ids_are_read_as_runs_of_consecutive_ids() -> None:
-    assert _row_runs([12, 3, 4, 10, 5, 11, 20]) == [(3, 5), (10, 12), (20, 20)]
-    assert _row_runs([7]) == [(7, 7)]
+    assert row_runs([12, 3, 4, 10, 5, 11, 20]) == [(3, 5), (10, 12), (20, 20)]
+    assert row_runs([7]) == [(7, 7)]
 
 
 def test_a_batch_is_stored_by_node_in_small_row_groups(tmp_path: Path) -> None:
