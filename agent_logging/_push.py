@@ -11,7 +11,8 @@ Loki's ``pkg/push/push.proto``::
     Timestamp        { int64 seconds = 1; int32 nanos = 2; }
 
 ``hash`` is never sent (Loki computes it). Fields holding their proto3 default (0, "") are
-omitted, as the reference encoders do, so our bytes equal the protobuf runtime's.
+omitted, as the reference encoders do, so our bytes equal the protobuf runtime's. The wire
+pieces (tags, varints, metadata fields, timestamp prefixes) are in ``_wire``.
 
 The wire body is that message compressed with snappy's *block* format (not the framed
 format): Loki's distributor decodes ``application/x-protobuf`` bodies with ``snappy.Decode``.
@@ -40,6 +41,23 @@ import orjson
 from agent_logging._render import TRUNCATE_TO_CHARS
 from agent_logging._segments import SpooledRecord
 from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS
+from agent_logging._wire import (
+    NS_PER_S,
+    SMALL_VARINTS,
+    TAG_ENTRIES,
+    TAG_LABELS,
+    TAG_LINE,
+    TAG_STREAMS,
+    cached_metadata_block,
+    entry_heads,
+    line_heads,
+    metadata_block,
+    metadata_blocks,
+    new_entry_head,
+    new_line_head,
+    timestamp_prefixes,
+    uvarint,
+)
 
 __all__ = [
     "JSON_CONTENT_TYPE",
@@ -77,24 +95,6 @@ _UNKNOWN_SERVICE: Final = (("service_name", "unknown_service"),)
 
 # Which record key feeds which label.
 _LABEL_SOURCES: Final = (("service_name", "service"), ("layer", "layer"), ("env", "env"))
-
-# One-byte varints, prebuilt: most lengths and every tag we write are below 128.
-_SMALL_VARINTS: Final = tuple(bytes((n,)) for n in range(128))
-
-# Field keys, (field_number << 3) | wire_type; wire type 0 = varint, 2 = length-delimited.
-_TAG_STREAMS: Final = b"\x0a"  # PushRequest.streams = 1, length-delimited
-_TAG_LABELS: Final = b"\x0a"  # StreamAdapter.labels = 1, length-delimited
-_TAG_ENTRIES: Final = b"\x12"  # StreamAdapter.entries = 2, length-delimited
-_TAG_TIMESTAMP: Final = b"\x0a"  # EntryAdapter.timestamp = 1, length-delimited
-_TAG_LINE: Final = b"\x12"  # EntryAdapter.line = 2, length-delimited
-_TAG_METADATA: Final = b"\x1a"  # EntryAdapter.structuredMetadata = 3, length-delimited
-_TAG_SECONDS: Final = 0x08  # Timestamp.seconds = 1, varint
-_TAG_NANOS: Final = 0x10  # Timestamp.nanos = 2, varint
-_TAG_NAME: Final = b"\x0a"  # LabelPairAdapter.name = 1, length-delimited
-_TAG_VALUE: Final = b"\x12"  # LabelPairAdapter.value = 2, length-delimited
-
-_NS_PER_S: Final = 1_000_000_000
-_UINT64: Final = 1 << 64
 
 
 class PushEntry(NamedTuple):
@@ -401,128 +401,24 @@ def _map_batch(
     return misses
 
 
-def _uvarint(value: int) -> bytes:
-    """Base-128 varint, least significant group first (protobuf's encoding)."""
-    # Unrolled up to five bytes (values below 2**35: every length, every nanos field and the
-    # seconds of any date before 3058); a loop costs several times as much per call.
-    if value < 0x80:
-        return _SMALL_VARINTS[value]
-    if value < 0x4000:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
-    if value < 0x200000:
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
-    if value < 0x10000000:
-        return bytes(
-            (
-                (value & 0x7F) | 0x80,
-                ((value >> 7) & 0x7F) | 0x80,
-                ((value >> 14) & 0x7F) | 0x80,
-                value >> 21,
-            )
-        )
-    if value < 0x800000000:
-        return bytes(
-            (
-                (value & 0x7F) | 0x80,
-                ((value >> 7) & 0x7F) | 0x80,
-                ((value >> 14) & 0x7F) | 0x80,
-                ((value >> 21) & 0x7F) | 0x80,
-                value >> 28,
-            )
-        )
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _int64_varint(value: int) -> bytes:
-    # Negative int64 values go on the wire as their 64-bit two's complement (10 bytes).
-    return _uvarint(value + _UINT64 if value < 0 else value)
-
-
-def _field(tag: bytes, payload: bytes) -> bytes:
-    return tag + _uvarint(len(payload)) + payload
-
-
-def _name_field(name: str) -> bytes:
-    encoded = name.encode()
-    return _TAG_NAME + _uvarint(len(encoded)) + encoded
-
-
-# Encoded ``structuredMetadata`` fields (tag, length, LabelPairAdapter) by (name, value). The
-# same identifiers recur on every record of a request, allocation or node, so most pairs are
-# encoded once; the cache is emptied when it reaches _MAX_CACHED_FIELDS rather than managed
-# as an LRU, which would cost more per hit than it saves.
-_metadata_fields: dict[tuple[str, str], bytes] = {}
-_MAX_CACHED_FIELDS: Final = 16_384
-
-
-def _metadata_field(pair: tuple[str, str]) -> bytes:
-    name, value = pair
-    encoded = value.encode()
-    body = _name_field(name) + (_field(_TAG_VALUE, encoded) if encoded else b"")
-    field = _field(_TAG_METADATA, body)
-    if len(_metadata_fields) >= _MAX_CACHED_FIELDS:
-        _metadata_fields.clear()
-    _metadata_fields[pair] = field
-    return field
-
-
-# Every metadata field of an entry, encoded and joined, by the entry's metadata tuple: the
-# records of one request, allocation or node share the whole tuple, so an entry costs one
-# lookup instead of one per pair. Emptied when full, like the pair cache.
-_metadata_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
-_MAX_CACHED_BLOCKS: Final = 1024
-
-
-def _metadata_block(metadata: tuple[tuple[str, str], ...]) -> bytes:
-    cached = _metadata_fields.get
-    return b"".join([cached(pair) or _metadata_field(pair) for pair in metadata])
-
-
-def _cached_metadata_block(metadata: tuple[tuple[str, str], ...]) -> bytes:
-    block = _metadata_block(metadata)
-    if len(_metadata_blocks) >= _MAX_CACHED_BLOCKS:
-        _metadata_blocks.clear()
-    _metadata_blocks[metadata] = block
-    return block
-
-
-def _timestamp_prefixes(seconds: int) -> tuple[bytes, ...]:
-    """An entry's ``timestamp`` field up to its nanos varint, by that varint's length.
-
-    Index 0 is the whole field for nanos 0 (omitted, as proto3 omits defaults); index n ends
-    with the nanos tag, for an n-byte varint (nanos < 10**9 < 2**35 takes at most 5).
-    """
-    encoded = b"\x08" + _int64_varint(seconds) if seconds else b""  # Timestamp.seconds = 1
-    size = len(encoded)  # at most 11, so every length below fits one byte
-    with_nanos = (
-        _TAG_TIMESTAMP + _SMALL_VARINTS[size + 1 + n] + encoded + b"\x10" for n in range(1, 6)
-    )
-    return (_TAG_TIMESTAMP + _SMALL_VARINTS[size] + encoded, *with_nanos)
-
-
 def _encode_stream(
     labels: tuple[tuple[str, str], ...], entries: Iterable[PushEntry], out: list[bytes]
 ) -> None:
     """Append one ``StreamAdapter`` field to ``out``, in pieces for one final join."""
     label_text = render_labels(labels).encode()
-    label_length = _uvarint(len(label_text))
-    parts = [_TAG_LABELS, label_length, label_text]
+    label_length = uvarint(len(label_text))
+    parts = [TAG_LABELS, label_length, label_text]
     size = 1 + len(label_length) + len(label_text)
-    small = _SMALL_VARINTS
-    blocks = _metadata_blocks
+    small = SMALL_VARINTS
+    blocks = metadata_blocks
     seconds_seen = None
     prefixes: tuple[bytes, ...] = ()
     # Hot path, once per entry: every piece is appended to one list (no intermediate joins)
     # and the common varints (lengths below 16384, 5-byte nanos) are written inline.
     for _, ts_ns, line, metadata in entries:
-        seconds, nanos = divmod(ts_ns, _NS_PER_S)
+        seconds, nanos = divmod(ts_ns, NS_PER_S)
         if seconds != seconds_seen:  # consecutive entries mostly share their second
-            prefixes = _timestamp_prefixes(seconds)
+            prefixes = timestamp_prefixes(seconds)
             seconds_seen = seconds
         if nanos >= 0x10000000:
             nanos_bytes = bytes(
@@ -535,14 +431,14 @@ def _encode_stream(
                 )
             )
         else:
-            nanos_bytes = _uvarint(nanos) if nanos else b""
+            nanos_bytes = uvarint(nanos) if nanos else b""
         timestamp = prefixes[len(nanos_bytes)]
         try:
             block = blocks.get(metadata)
         except TypeError:  # not hashable (a list): encoded afresh, never cached
-            block = _metadata_block(metadata)
+            block = metadata_block(metadata)
         if block is None:
-            block = _cached_metadata_block(metadata)
+            block = cached_metadata_block(metadata)
         encoded = line.encode()
         length = len(encoded)
         if length:
@@ -551,7 +447,7 @@ def _encode_stream(
                 if length < 0x80
                 else bytes(((length & 0x7F) | 0x80, length >> 7))
                 if length < 0x4000
-                else _uvarint(length)
+                else uvarint(length)
             )
             body = len(timestamp) + len(nanos_bytes) + 1 + len(line_length) + length + len(block)
             body_length = (
@@ -559,24 +455,24 @@ def _encode_stream(
                 if body < 0x80
                 else bytes(((body & 0x7F) | 0x80, body >> 7))
                 if body < 0x4000
-                else _uvarint(body)
+                else uvarint(body)
             )
             parts += (
-                _TAG_ENTRIES,
+                TAG_ENTRIES,
                 body_length,
                 timestamp,
                 nanos_bytes,
-                _TAG_LINE,
+                TAG_LINE,
                 line_length,
                 encoded,
                 block,
             )
         else:  # proto3 omits an empty string
             body = len(timestamp) + len(nanos_bytes) + len(block)
-            body_length = small[body] if body < 0x80 else _uvarint(body)
-            parts += (_TAG_ENTRIES, body_length, timestamp, nanos_bytes, block)
+            body_length = small[body] if body < 0x80 else uvarint(body)
+            parts += (TAG_ENTRIES, body_length, timestamp, nanos_bytes, block)
         size += 1 + len(body_length) + body
-    out += (_TAG_STREAMS, _uvarint(size))
+    out += (TAG_STREAMS, uvarint(size))
     out += parts
 
 
@@ -719,30 +615,6 @@ _Mapped = tuple[_Pairs, bytes]  # a stream's labels, and an entry's encoded meta
 # when full, like the other caches.
 _keyed: dict[tuple[object, ...], dict[int, _Mapped]] = {}
 
-# b"\x12" + varint(n) (the ``line`` field's tag and length, none for an empty line) and
-# b"\x12" + varint(n) (an ``entries`` field's tag and length), by n: a lookup costs less than
-# encoding the varint, and lines of one service have a few hundred lengths at most.
-_line_heads: dict[int, bytes] = {0: b""}
-_entry_heads: dict[int, bytes] = {}
-_MAX_CACHED_HEADS: Final = 4096
-
-
-def _line_head(length: int) -> bytes:
-    head = _TAG_LINE + _uvarint(length)
-    if len(_line_heads) >= _MAX_CACHED_HEADS:
-        _line_heads.clear()
-        _line_heads[0] = b""
-    _line_heads[length] = head
-    return head
-
-
-def _entry_head(length: int) -> bytes:
-    head = _TAG_ENTRIES + _uvarint(length)
-    if len(_entry_heads) >= _MAX_CACHED_HEADS:
-        _entry_heads.clear()
-    _entry_heads[length] = head
-    return head
-
 
 def _map_slowly(
     ts_ns: int,
@@ -766,7 +638,7 @@ def _map_slowly(
         entry = _unparsed_entry(ts_ns, payload, node_id_label, default_labels)
         return (entry.labels, b""), entry.line.encode()
     labels, metadata = _map_record(fields, node_id_label, default_labels)
-    mapped = (labels, _metadata_block(metadata))
+    mapped = (labels, metadata_block(metadata))
     # The key is trusted only once the line's own fields are seen to produce it.
     if key and _key_of(tuple(map(fields.get, _FIELD_KEYS))) == key:
         if len(table) >= _MAX_CACHED_MAPPINGS:
@@ -812,8 +684,8 @@ def encode_records(
     prefix5 = b""
     size5 = 0
     get_mapped = table.get
-    line_heads = _line_heads
-    entry_heads = _entry_heads
+    known_line_heads = line_heads.get
+    known_entry_heads = entry_heads.get
     spooled = SpooledRecord
     # Hot path, once per record: a few lookups in small tables and one tuple appended to the
     # pieces of its stream; the varint of the nanoseconds is the only arithmetic.
@@ -834,9 +706,9 @@ def encode_records(
             current = labels
             parts, sizes = stream
             size = sizes[0]
-        seconds, nanos = divmod(ts_ns, _NS_PER_S)
+        seconds, nanos = divmod(ts_ns, NS_PER_S)
         if seconds != seconds_seen:  # consecutive entries mostly share their second
-            prefixes = _timestamp_prefixes(seconds)
+            prefixes = timestamp_prefixes(seconds)
             seconds_seen = seconds
             prefix5 = prefixes[5]
             size5 = len(prefix5) + 5
@@ -852,21 +724,21 @@ def encode_records(
             timestamp = prefix5
             body = size5
         else:
-            nanos_bytes = _uvarint(nanos) if nanos else b""
+            nanos_bytes = uvarint(nanos) if nanos else b""
             timestamp = prefixes[len(nanos_bytes)]
             body = len(timestamp) + len(nanos_bytes)
         length = len(line)
-        line_head = line_heads.get(length) or _line_head(length)
+        line_head = known_line_heads(length) or new_line_head(length)
         body += len(line_head) + length + len(block)
-        entry_head = entry_heads.get(body) or _entry_head(body)
+        entry_head = known_entry_heads(body) or new_entry_head(body)
         parts += (entry_head, timestamp, nanos_bytes, line_head, line, block)
         size += len(entry_head) + body
     sizes[0] = size
     out: list[bytes] = []
     for labels, (stream_parts, stream_size) in streams.items():
         label_text = render_labels(labels).encode()
-        label_length = _uvarint(len(label_text))
+        label_length = uvarint(len(label_text))
         total = stream_size[0] + 1 + len(label_length) + len(label_text)
-        out += (_TAG_STREAMS, _uvarint(total), _TAG_LABELS, label_length, label_text)
+        out += (TAG_STREAMS, uvarint(total), TAG_LABELS, label_length, label_text)
         out += stream_parts
     return b"".join(out)

@@ -12,16 +12,16 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_logging import _push
+from agent_logging import _push, _wire
 from agent_logging._push import (
     PushEntry,
-    _uvarint,
     encode_body,
     encode_json,
     encode_protobuf,
     entry_from_record,
     render_labels,
 )
+from agent_logging._wire import uvarint
 
 # -- the real protobuf runtime, built from Loki's push.proto field numbers -------------------
 
@@ -344,16 +344,18 @@ def test_protobuf_timestamp_zero_and_empty_line() -> None:
 
 
 def test_metadata_field_cache_empties_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_push, "_MAX_CACHED_FIELDS", 2)
-    monkeypatch.setattr(_push, "_metadata_fields", {})  # whatever other tests cached
-    monkeypatch.setattr(_push, "_metadata_blocks", {})
+    monkeypatch.setattr(_wire, "_MAX_CACHED_FIELDS", 2)
+    monkeypatch.setattr(_wire, "metadata_fields", {})  # whatever other tests cached
+    blocks: dict[object, bytes] = {}
+    monkeypatch.setattr(_wire, "metadata_blocks", blocks)
+    monkeypatch.setattr(_push, "metadata_blocks", blocks)
     entries = [
         PushEntry((("a", "b"),), 1, "x", (("allocation_id", f"a-{i}"), ("level", "info")))
         for i in range(5)
     ]
 
     assert encode_protobuf(entries) == runtime_encode(entries)
-    assert len(_push._metadata_fields) <= 2
+    assert len(_wire.metadata_fields) <= 2
 
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=300)
@@ -395,7 +397,7 @@ def test_protobuf_matches_the_runtime(entries: list[PushEntry]) -> None:
     ],
 )
 def test_varint_known_values(value: int, encoded: str) -> None:
-    assert _uvarint(value).hex() == encoded
+    assert uvarint(value).hex() == encoded
 
 
 def _decode_varint(data: bytes) -> tuple[int, int]:
@@ -410,7 +412,7 @@ def _decode_varint(data: bytes) -> tuple[int, int]:
 
 @given(st.one_of(st.sampled_from([0, 127, 128, 2**63, 2**64 - 1]), st.integers(0, 2**64 - 1)))
 def test_varint_round_trips_in_minimal_length(value: int) -> None:
-    encoded = _uvarint(value)
+    encoded = uvarint(value)
 
     assert _decode_varint(encoded) == (value, len(encoded))
     assert len(encoded) == max(1, -(-value.bit_length() // 7))
