@@ -53,6 +53,8 @@ _ADOPT_DEADLINE_S: Final = 3600.0
 #: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
 #: behind while its parent lives on, possibly for months.
 _ADOPT_RESCAN_S: Final = 60.0
+#: While the shipper is behind and pushing, one log call in this many yields the GIL.
+_YIELD_EVERY: Final = 64
 #: A spool found locked is tried once more after this pause: a reader's lock is brief.
 _PROBE_RETRY_S: Final = 0.5
 #: An adoption ships in slices of this length, re-checking between them whether the sink is
@@ -152,6 +154,8 @@ class Durable:
         self.spool = spool
         self.client = client
         self.shipper = self._shipper_for(spool)
+        self._behind_bytes = 2 * settings.batch_max_bytes
+        self._calls_behind = 0
         self._forked = False
         self._reopen_lock = threading.Lock()
         self._stop = threading.Event()
@@ -213,7 +217,17 @@ class Durable:
             return  # the HTTP stack's own chatter about a push: spooling it would loop
         if self._forked:
             self._reopen_in_child()
-        self.spool.append(ts_ns, line, key)
+        spool = self.spool
+        spool.append(ts_ns, line, key)
+        if self.shipper.pushing and spool.pending_bytes() > self._behind_bytes:
+            # The spool's append makes no system call, so a thread logging flat out never
+            # lets go of the GIL, and the shipper, which needs it back after each system call
+            # of its push, gets it only every switch interval (5 ms): it falls behind, and
+            # the test server's work on each push stops overlapping ours. While a push is in
+            # flight and more than two batches wait, one call in _YIELD_EVERY lets go.
+            self._calls_behind += 1
+            if not self._calls_behind % _YIELD_EVERY:
+                time.sleep(0)
 
     # -- background work -----------------------------------------------------------------
 

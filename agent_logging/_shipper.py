@@ -244,6 +244,9 @@ class Shipper:
         self._last_error: str | None = None
         self._last_success_unix_s: float | None = None
         self._consecutive_failures = 0
+        #: True while a push request is in flight (read without a lock by logging threads:
+        #: the durable sink gives the shipper a turn at the GIL then, see ``_durable``).
+        self.pushing = False
         self._new_sync_objects()
 
     def _new_sync_objects(self) -> None:
@@ -358,6 +361,7 @@ class Shipper:
         belong to the parent). Call :meth:`start` if the child should ship.
         """
         self._thread = None
+        self.pushing = False  # the parent's push, if one was in flight at the fork
         self._new_sync_objects()
         self._client.after_fork_in_child()
 
@@ -537,6 +541,7 @@ class Shipper:
 
     def _push(self, records: Sequence[RecordLike], low: int, high: int) -> PushResult:
         """Push ``records[low:high]``; never raises."""
+        self.pushing = True
         try:
             push_records = getattr(self._client, "push_records", None)
             if push_records is not None:
@@ -554,6 +559,8 @@ class Shipper:
             return self._client.push(entries)
         except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
             return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.pushing = False
 
     def _entry(self, record: RecordLike) -> PushEntry:
         return entry_from_record(

@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 import tracemalloc
+import types
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -228,6 +229,34 @@ def test_flush_without_a_durable_path_has_nothing_to_ship() -> None:
     assert agent_logging.flush() is True  # not configured
     agent_logging.configure(service="svc", layer="node", env="test", output="none")
     assert agent_logging.flush() is True  # nothing ships
+
+
+@pytest.mark.integration
+def test_a_logging_thread_lets_the_shipper_in_while_it_pushes_behind(
+    loki: LokiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(loki.url, tmp_path / "spool", batch_interval_s=3600.0)  # the shipper stays idle
+    yields: list[float] = []
+    monkeypatch.setattr(
+        _durable, "time", types.SimpleNamespace(sleep=yields.append, monotonic=time.monotonic)
+    )
+    log = agent_logging.get_logger("tests")
+    sink = durable()
+    sink._behind_bytes = 0  # every record counts as behind
+    sink.shipper.pushing = True
+    for n in range(640):
+        log.info("claimed", attempt=n)
+    assert yields == [0] * 10  # one call in 64
+    sink.shipper.pushing = False  # no push in flight: nothing to let in
+    for n in range(640):
+        log.info("claimed", attempt=n)
+    assert len(yields) == 10
+    sink._behind_bytes = 2**40  # a push in flight, but the shipper keeps up
+    sink.shipper.pushing = True
+    for n in range(640):
+        log.info("claimed", attempt=n)
+    assert len(yields) == 10
+    sink.shipper.pushing = False
 
 
 # -- 3. outages, 429s and refusals --------------------------------------------------------------
