@@ -93,9 +93,6 @@ METADATA_KEYS: Final = (*IDENTIFIER_KEYS, *TRACE_KEYS, "level")
 #: refuses a stream without labels ("at least one label pair is required per stream").
 _UNKNOWN_SERVICE: Final = (("service_name", "unknown_service"),)
 
-# Which record key feeds which label.
-_LABEL_SOURCES: Final = (("service_name", "service"), ("layer", "layer"), ("env", "env"))
-
 
 class PushEntry(NamedTuple):
     """One Loki entry: its stream labels, timestamp, line and structured metadata.

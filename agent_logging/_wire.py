@@ -50,8 +50,8 @@ TAG_ENTRIES: Final = b"\x12"  # StreamAdapter.entries = 2, length-delimited
 TAG_TIMESTAMP: Final = b"\x0a"  # EntryAdapter.timestamp = 1, length-delimited
 TAG_LINE: Final = b"\x12"  # EntryAdapter.line = 2, length-delimited
 TAG_METADATA: Final = b"\x1a"  # EntryAdapter.structuredMetadata = 3, length-delimited
-TAG_SECONDS: Final = 0x08  # Timestamp.seconds = 1, varint
-TAG_NANOS: Final = 0x10  # Timestamp.nanos = 2, varint
+TAG_SECONDS: Final = b"\x08"  # Timestamp.seconds = 1, varint
+TAG_NANOS: Final = b"\x10"  # Timestamp.nanos = 2, varint
 TAG_NAME: Final = b"\x0a"  # LabelPairAdapter.name = 1, length-delimited
 TAG_VALUE: Final = b"\x12"  # LabelPairAdapter.value = 2, length-delimited
 
@@ -155,10 +155,10 @@ def timestamp_prefixes(seconds: int) -> tuple[bytes, ...]:
     Index 0 is the whole field for nanos 0 (omitted, as proto3 omits defaults); index n ends
     with the nanos tag, for an n-byte varint (nanos < 10**9 < 2**35 takes at most 5).
     """
-    encoded = b"\x08" + int64_varint(seconds) if seconds else b""  # Timestamp.seconds = 1
+    encoded = TAG_SECONDS + int64_varint(seconds) if seconds else b""
     size = len(encoded)  # at most 11, so every length below fits one byte
     with_nanos = (
-        TAG_TIMESTAMP + SMALL_VARINTS[size + 1 + n] + encoded + b"\x10" for n in range(1, 6)
+        TAG_TIMESTAMP + SMALL_VARINTS[size + 1 + n] + encoded + TAG_NANOS for n in range(1, 6)
     )
     return (TAG_TIMESTAMP + SMALL_VARINTS[size] + encoded, *with_nanos)
 
