@@ -383,7 +383,8 @@ class Spool:
             self._fast_limit = -1
         else:
             room = self._opt.max_bytes - self._sealed_bytes
-            self._fast_limit = min(self._opt.segment_bytes, room, self._writer.capacity)
+            # A segment's mapping is never smaller than segment_bytes: what passes fits it.
+            self._fast_limit = min(self._opt.segment_bytes, room)
 
     def _drop_head_segment(self) -> None:
         segment = self._segments[0]
