@@ -22,6 +22,8 @@ Run the server side alone with ``python -m benchmarks._common [--sink]`` (it pri
 from __future__ import annotations
 
 import gc
+import json
+import logging
 import os
 import platform
 import resource
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
@@ -36,6 +39,7 @@ from typing import IO, Any, Final
 __all__ = [
     "IDS",
     "REPO_ROOT",
+    "JsonFormatter",
     "LokiProcess",
     "RssSampler",
     "closed_port_url",
@@ -51,6 +55,31 @@ IDS: Final = {
     "allocation_id": "a-9",
     "workflow_id": "wf-2",
 }
+
+
+class JsonFormatter(logging.Formatter):
+    """The stdlib baselines' JSON line: the fields agent_logging renders for the benchmarks'
+    log call (``ts``, ``level``, ``event``, ``static`` labels, ``logger``, the identifiers,
+    ``task`` and ``attempt``), with ``json.dumps``."""
+
+    def __init__(self, static: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self._static = dict(static or {})
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "ts": self.formatTime(record),
+            "level": record.levelname.lower(),
+            "event": record.getMessage(),
+            **self._static,
+            "logger": record.name,
+        }
+        fields.update(
+            {k: v for k, v in vars(record).items() if k in IDS or k in ("task", "attempt")}
+        )
+        return json.dumps(fields)
+
+
 #: The repository root: children run from here so ``tests.lokisim`` is importable.
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from benchmarks._common import IDS, REPO_ROOT, closed_port_url, machine_note
+from benchmarks._common import IDS, REPO_ROOT, JsonFormatter, closed_port_url, machine_note
 
 SCENARIOS: Final = ("durable", "file", "stdlib")
 LABELS: Final = {
@@ -62,7 +62,7 @@ def _spin(stop: threading.Event) -> None:
 def _logger(scenario: str, directory: str) -> Callable[[int], None]:
     if scenario == "stdlib":
         handler = logging.FileHandler(os.path.join(directory, "stdlib.log"))
-        handler.setFormatter(_JsonFormatter())
+        handler.setFormatter(JsonFormatter())
         logger = logging.getLogger("bench.convoy")
         logger.propagate = False
         logger.addHandler(handler)
@@ -89,13 +89,6 @@ def _logger(scenario: str, directory: str) -> Callable[[int], None]:
         info("task claimed", task="reimage", attempt=i)
 
     return call_ours
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        fields = {"ts": self.formatTime(record), "event": record.getMessage()}
-        fields.update({k: v for k, v in vars(record).items() if k in IDS})
-        return json.dumps(fields)
 
 
 def child(scenario: str, calls: int, busy: bool) -> None:

@@ -18,7 +18,6 @@ the repeats, to shed scheduler noise) and the ratios; the goal is ratio ≤ 1.0 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import time
@@ -29,7 +28,7 @@ import structlog
 from opentelemetry.sdk.trace import TracerProvider
 
 import agent_logging
-from benchmarks._common import IDS
+from benchmarks._common import IDS, JsonFormatter
 
 
 def _ours(sink: Any) -> Callable[[int], None]:
@@ -65,25 +64,11 @@ def _structlog(sink: Any) -> Callable[[int], None]:
     return run
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        fields = {
-            "ts": self.formatTime(record),
-            "level": record.levelname.lower(),
-            "event": record.getMessage(),
-            "logger": record.name,
-        }
-        fields.update(
-            {k: v for k, v in vars(record).items() if k in IDS or k in ("task", "attempt")}
-        )
-        return json.dumps(fields)
-
-
 def _stdlib(sink: Any) -> Callable[[int], None]:
     logger = logging.getLogger("bench.stdlib")
     logger.propagate = False
     handler = logging.StreamHandler(sink)
-    handler.setFormatter(_JsonFormatter())
+    handler.setFormatter(JsonFormatter())
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 

@@ -53,6 +53,7 @@ from typing import Any, Final
 from benchmarks._common import (
     IDS,
     REPO_ROOT,
+    JsonFormatter,
     LokiProcess,
     RssSampler,
     closed_port_url,
@@ -199,23 +200,6 @@ def child_reference(records: int) -> None:
     _emit(phase="done", **figures)
 
 
-class _JsonFormatter(logging.Formatter):
-    """The fields agent_logging renders, for a like-for-like line."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        fields: dict[str, Any] = {
-            "ts": self.formatTime(record),
-            "level": record.levelname.lower(),
-            "event": record.getMessage(),
-            **LABELS,
-            "logger": record.name,
-        }
-        fields.update(
-            {k: v for k, v in vars(record).items() if k in IDS or k in ("task", "attempt")}
-        )
-        return json.dumps(fields)
-
-
 def child_handler(url: str, records: int, *, queued: bool) -> None:
     """Log through python-logging-loki's LokiHandler or LokiQueueHandler."""
     from queue import Queue
@@ -234,10 +218,10 @@ def child_handler(url: str, records: int, *, queued: bool) -> None:
     }
     if queued:
         handler: logging.Handler = logging_loki.LokiQueueHandler(Queue(-1), **options)
-        handler.handler.setFormatter(_JsonFormatter())  # type: ignore[attr-defined]
+        handler.handler.setFormatter(JsonFormatter(LABELS))  # type: ignore[attr-defined]
     else:
         handler = logging_loki.LokiHandler(**options)
-        handler.setFormatter(_JsonFormatter())
+        handler.setFormatter(JsonFormatter(LABELS))
     logger.addHandler(handler)
     info = logger.info
     figures = _log_and_report(
