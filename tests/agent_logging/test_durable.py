@@ -221,6 +221,9 @@ def test_flush_ships_now_what_would_wait_for_its_batch_to_age(
     loki.go_down()
     log.info("claimed", attempt=5)
     assert agent_logging.flush(timeout_s=0.3) is False  # Loki is down: still spooled
+    started = time.monotonic()
+    assert agent_logging.flush(timeout_s=-1.0) is False  # a deadline already past
+    assert time.monotonic() - started < 1.0
     assert durable().health()["spool_records"] == 1
 
 
