@@ -26,7 +26,8 @@ before anything else, so CRLF files hash like LF files.
 
 Two entry points share one mapping: :func:`parse` yields :class:`~correlator.model.Event`
 objects; :func:`parse_columns` fills one list per column of the ``events`` table (the store's
-bulk path) without building them, which is what keeps NDJSON ingest above 200,000 events/s.
+bulk path) without building them. ``benchmarks/RESULTS.md`` has the ingest figures: about
+30,000 events/s on 2 cores, short of the issue's 200,000, and where the time goes.
 The line framing (:func:`iter_lines`), identifier checks (:func:`take_id`) and level
 normalisation (:func:`normalise_level`) are shared with the other JSON adapters.
 """

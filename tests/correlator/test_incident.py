@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from agent_logging._render import rfc3339_ns
 from correlator import demo, incident, queries
 from correlator.errors import NotFoundError, QueryError
+from correlator.model import Event
 from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
@@ -143,6 +146,84 @@ def test_an_event_shows_its_set_fields_in_order() -> None:
         "ts", "ts_ns", "layer", "source", "level", "message", "correlation_id", "http_status",
         "attrs", "origin", "hash", "raw",
     ]  # fmt: skip
+
+
+def _event_json_by_loop(event: Event, corrected_ns: int | None) -> dict[str, Any]:
+    """event_json as a loop over SHOWN_FIELDS: the reference its spelled-out form must match."""
+    shown: dict[str, Any] = {"ts": format_rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
+    if corrected_ns is not None and corrected_ns != event.ts_ns:
+        shown["corrected_ts_ns"] = corrected_ns
+    for name in incident.SHOWN_FIELDS:
+        if getattr(event, name) is not None:
+            shown[name] = getattr(event, name)
+    if event.attrs:
+        shown["attrs"] = event.attrs
+    shown["origin"] = event.origin
+    shown["hash"] = f"{event.hash & 0xFFFFFFFFFFFFFFFF:016x}"
+    shown["raw"] = event.raw
+    return shown
+
+
+_OPTIONAL_SHOWN = [n for n in incident.SHOWN_FIELDS if n not in ("layer", "source", "message")]
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            name: st.integers(100, 599)
+            if name == "http_status"
+            else st.floats(allow_nan=False)
+            if name == "duration_s"
+            else st.text(max_size=3)
+            for name in _OPTIONAL_SHOWN
+        },
+    ),
+    st.one_of(st.none(), st.integers(-(2**40), 2**40)),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+def test_an_event_shows_what_the_loop_over_its_fields_shows(
+    fields: dict[str, Any], shift: int | None, attrs: dict[str, int]
+) -> None:
+    event = ev(2.0, "node", "m", attrs=attrs, **fields)
+    corrected = None if shift is None else event.ts_ns + shift
+    shown = incident.event_json(event, corrected)
+    expected = _event_json_by_loop(event, corrected)
+    assert list(shown.items()) == list(expected.items())  # the same keys, in the same order
+
+
+def _first(events: list[Event], limit: int) -> tuple[list[Event], bool]:
+    """What the store answers for these events: the first ``limit`` by (time, hash)."""
+    ordered = sorted({e.hash: e for e in events}.values(), key=lambda e: (e.ts_ns, e.hash))
+    return ordered[:limit], len(ordered) > limit
+
+
+@given(
+    st.lists(st.integers(0, 30), max_size=25),
+    st.lists(st.integers(0, 30), max_size=25),
+    st.integers(1, 20),
+)
+@example([1, 2, 3], [2, 3, 4], 3)  # shared events, and more than the limit in all
+@example([5], [], 1)
+def test_the_seed_and_the_expansion_merge_as_one_query_would_answer(
+    seed_offsets: list[int], other_offsets: list[int], limit: int
+) -> None:
+    # Events are identified by their offset: the same offset in both lists is the same event
+    # (an event mentioning the seed and an identifier the expansion added).
+    def events(offsets: list[int]) -> list[Event]:
+        return [ev(offset / 4, "node", f"e{offset}") for offset in offsets]
+
+    seed, seed_truncated = _first(events(seed_offsets), limit)
+    other, other_truncated = _first(events(other_offsets), limit)
+    merged = incident._top(seed, other, limit, seed_truncated or other_truncated)
+    assert merged == _first(events(seed_offsets + other_offsets), limit)
+
+
+def test_a_timeline_leaves_no_thread_behind_also_on_error(demo_store: Store) -> None:
+    incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    with pytest.raises(NotFoundError):
+        incident.timeline_for(demo_store, "allocation_id", "a-nope")
+    assert not [t for t in threading.enumerate() if t.name.startswith("correlator-seed")]
 
 
 @pytest.mark.parametrize("enabled", [True, False])
