@@ -8,6 +8,12 @@
 - JSON: ``{"streams": [{"stream": {...}, "values": [["<ns>", "<line>", {metadata}]]}]}``;
   the ``stream`` map becomes Loki's ``LabelSet.String()`` text (names unquoted), so
   bad label names fail later, in label parsing, as in Loki.
+- JSON text that is not UTF-8 is not refused: Loki's decoder (json-iterator) keeps a string's
+  bytes as they come, and every answer that shows them (``query_range``, which json-iterator
+  writes like ``encoding/json``) has U+FFFD in place of each invalid byte, so that is what is
+  stored here. A ``\\uD800``-style escape of half a surrogate pair decodes to U+FFFD too
+  (json-iterator's ``appendRune``, as Go's ``utf8.EncodeRune``), where Python would keep a
+  lone surrogate that no UTF-8 answer can carry.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from tests.lokisim._proto import DecodedPush, PushEntry, PushStream, decode_prot
 __all__ = ["decode_push", "decode_push_body"]
 
 _INT_RE = re.compile(r"-?[0-9]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def decode_push_body(headers: Mapping[str, str], body: bytes) -> list[PushStream]:
@@ -80,7 +87,7 @@ def decode_push(headers: Mapping[str, str], body: bytes) -> DecodedPush:
 
 def _decode_json(body: bytes) -> list[PushStream]:
     try:
-        document = json.loads(body)
+        document = json.loads(body.decode("utf-8", "replace"))
     except ValueError as exc:
         raise ValueError(f"loghttp.PushRequest: {exc}") from exc
     if not isinstance(document, dict):
@@ -97,6 +104,7 @@ def _decode_json_stream(raw: object) -> PushStream:
     labels = raw.get("stream") or {}
     if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
         raise ValueError("loghttp.Stream.Labels: label values must be strings")
+    labels = {_go_string(name): _go_string(value) for name, value in labels.items()}
     values = raw.get("values") or []
     if not isinstance(values, list):
         raise ValueError("loghttp.Stream.Entries: expect [ or n")
@@ -124,5 +132,16 @@ def _decode_json_entry(value: object) -> PushEntry:
                 continue
             if not isinstance(item, str | int | float) or isinstance(item, bool):
                 raise ValueError("could not parse structured metadata or parsed fileds")
-            metadata.append((name, item if isinstance(item, str) else json.dumps(item)))
-    return PushEntry(int(ts), line, tuple(sorted(metadata)))
+            text = _go_string(item) if isinstance(item, str) else json.dumps(item)
+            metadata.append((_go_string(name), text))
+    return PushEntry(int(ts), _go_string(line), tuple(sorted(metadata)))
+
+
+def _go_string(text: str) -> str:
+    """``text`` as json-iterator decodes it into a Go string: half a surrogate pair (Python's
+    ``json`` joins whole pairs, so any surrogate left is a half) becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text

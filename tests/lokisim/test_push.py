@@ -141,6 +141,30 @@ def test_json_push(
     assert loki.entries() == _JSON_STORED
 
 
+@pytest.mark.parametrize(
+    ("raw_line", "stored"),
+    [
+        (b'"half \\ud800 a pair"', "half \ufffd a pair"),  # a lone surrogate escape
+        (b'"\\udc00 low half first"', "\ufffd low half first"),
+        (b'"a whole \\ud83d\\ude00 pair"', "a whole \U0001f600 pair"),
+        (b'"raw \xff\xfe bytes"', "raw \ufffd\ufffd bytes"),  # not UTF-8 at all
+    ],
+)
+def test_json_text_a_go_string_cannot_hold_is_stored_as_loki_shows_it(
+    post: Post, make_loki: Callable[..., LokiServer], raw_line: bytes, stored: str
+) -> None:
+    loki = make_loki(**PLAIN)
+    body = b'{"streams": [{"stream": {"a": "b"}, "values": [["%d", %s, {"m": %s}]]}]}' % (
+        NOW_NS,
+        raw_line,
+        raw_line,
+    )
+    assert post(loki, body, JSON).status_code == 204
+    [entry] = loki.entries()
+    assert entry.line == stored
+    assert entry.metadata == {"m": stored.replace("\ufffd", " ")}  # Loki's metadata sanitising
+
+
 def test_gzip_wraps_protobuf_too(post: Post, make_loki: Callable[..., LokiServer]) -> None:
     loki = make_loki(**PLAIN)
     body = encode_protobuf_push([PushStream('{a="b"}', (PushEntry(NOW_NS, "x"),))])
