@@ -12,8 +12,8 @@ upgrade, or was a forked worker that crashed while this process runs on), ships 
 background and removes it once empty. ``agent-logging drain`` walks the same layout.
 
 The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed copy into the
-spool's mapping), the frame carrying the record's stream key (``_push.stream_key``; the
-pipeline hands it over, usually reusing the previous record's) so the shipper need not parse
+spool's mapping), the frame carrying the record's stream key (``_record_encoder.stream_key``;
+the pipeline hands it over, usually reusing the previous record's) so the shipper need not parse
 the line again.
 Shipping, fsync, adoption and health records all happen on background threads.
 
@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
 from agent_logging._loki_client import LokiClient, PushResult
-from agent_logging._push import PushEntry, RecordLike, stream_key
+from agent_logging._push import PushEntry, RecordLike
+from agent_logging._record_encoder import stream_key
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
 from agent_logging._types import EventDict

@@ -8,7 +8,7 @@ A frame is a 26-byte little-endian header followed by the payload::
          2     4  crc      zlib.crc32 of bytes 6 .. end (length, ts_ns, key and payload)
          6     4  length   payload bytes, at most MAX_PAYLOAD_BYTES
         10     8  ts_ns    the record's own timestamp (resends keep it, DESIGN §5)
-        18     8  key      the record's stream key (``_push.stream_key``), 0 for none
+        18     8  key      the record's stream key (``_record_encoder.stream_key``), 0 for none
         26     n  payload  the rendered JSON line, UTF-8, no newline
 
 Choices:
@@ -23,7 +23,8 @@ Choices:
   the fields they come from, computed once per combination by the logging thread, which has
   them at hand. The shipper maps a key it has seen before straight to its encoded labels and
   metadata instead of parsing the JSON line again (the largest per-record cost of shipping
-  before; see ``_push``). It is a cache key, never the only copy: the line holds the fields.
+  before; see ``_record_encoder``). It is a cache key, never the only copy: the line holds
+  the fields.
   Version 1 frames (no key) are not read: nothing was deployed with them.
 - ``zlib.crc32`` rather than CRC-32C: zlib's is in the standard library, in C (about 0.9 GB/s
   on the development machine, 0.2 µs for a 200-byte record); CRC-32C would need a third-party

@@ -35,9 +35,9 @@ from agent_logging._push import (
     PushEntry,
     RecordLike,
     encode_body,
-    encode_records,
     entries_from_records,
 )
+from agent_logging._record_encoder import encode_records
 from agent_logging.errors import AgentLoggingError, ConfigurationError
 
 __all__ = [
@@ -289,7 +289,8 @@ class LokiClient:
         """Send spooled records in one request, mapped as ``_push.entries_from_records`` does.
 
         The shipper's path: with protobuf, the body is encoded straight from the records
-        (``_push.encode_records``), which skips parsing records whose stream key it knows.
+        (``_record_encoder.encode_records``), which skips parsing records whose stream key it
+        knows.
 
         Args:
             records: the records; an empty sequence sends nothing.

@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 
 from agent_logging import _context, _otel, _state
 from agent_logging._processors import add_error, add_span_ids, check_call_site_ids
-from agent_logging._push import STREAM_KEY_FIELDS, stream_key
+from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
 from agent_logging._render import render, rfc3339_ns
 from agent_logging._types import IDENTIFIER_KEYS, EventDict
@@ -52,7 +52,7 @@ class Sink(Protocol):
     def write(self, ts_ns: int, line: bytes, record: EventDict) -> None: ...
 
     # Optional: ``write_keyed(ts_ns, line, record, key)``, the same with the record's stream
-    # key (``_push.stream_key``) worked out by the pipeline, which can do it cheaply.
+    # key (``_record_encoder.stream_key``) worked out by the pipeline, which can do it cheaply.
 
     def close(self, timeout_s: float) -> None: ...
 

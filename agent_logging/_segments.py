@@ -73,7 +73,7 @@ _SCAN_WINDOW_BYTES: Final = 1 << 20
 
 class SpooledRecord(NamedTuple):
     """One record as spooled: its own timestamp, its rendered line (no newline) and its
-    stream key (``_push.stream_key``; 0 when it has none)."""
+    stream key (``_record_encoder.stream_key``; 0 when it has none)."""
 
     ts_ns: int
     payload: bytes

@@ -2,7 +2,8 @@
 
 A spool is one directory owned by one process at a time: a lock file, append-only segment
 files and an ack file (the layout, replay and the reading of segment files are in
-``_segments``; this module holds the live spool's state).
+``_segments``, the directory's lock in ``_spool_lock``, the options and their checking in
+``_spool_options``; this module holds the live spool's state).
 
 Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own ``ts_ns`` and
 its stream key, see ``_framing``) and copies it, under one lock, into a shared mapping of the
@@ -89,7 +90,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal, Self
+from typing import Final, Self
 
 from agent_logging._framing import HEADER_BYTES, encode_frame
 from agent_logging._segments import (
@@ -106,24 +107,19 @@ from agent_logging._segments import (
     unlink,
     write_acked,
 )
+from agent_logging._spool_lock import lock_directory, owner_pid
+from agent_logging._spool_options import FsyncPolicy, FullPolicy, SpoolOptions
 from agent_logging._writer import SegmentWriter
-from agent_logging.errors import ConfigurationError, SpoolError
+from agent_logging.errors import SpoolError
 
 __all__ = [
     "Batch",
-    "FsyncPolicy",
-    "FullPolicy",
     "Spool",
     "SpoolPosition",
     "SpoolStats",
     "SpooledRecord",
     "read_all",
 ]
-
-FullPolicy = Literal["drop_oldest", "drop_newest", "block"]
-FsyncPolicy = Literal["batch", "interval", "always", "never"]
-_FULL_POLICIES: Final = ("drop_oldest", "drop_newest", "block")
-_FSYNC_POLICIES: Final = ("batch", "interval", "always", "never")
 
 #: The clock of the ``interval`` fsync policy; tests replace it.
 _now = time.monotonic
@@ -185,7 +181,7 @@ class Spool:
     from one shipper thread at a time.
     """
 
-    def __init__(self, directory: Path, lock_fd: int, options: _Options) -> None:
+    def __init__(self, directory: Path, lock_fd: int, options: SpoolOptions) -> None:
         self.directory: Final = directory
         #: Set by :meth:`append` when the unacknowledged bytes reach :attr:`wake_bytes`.
         self.wake = threading.Event()
@@ -258,13 +254,13 @@ class Spool:
             SpoolError: another process (or another open in this one) holds the directory, or
                 the directory cannot be created or read.
         """
-        options = _Options.checked(
+        options = SpoolOptions.checked(
             max_bytes, segment_bytes, full_policy, block_timeout_s, fsync, fsync_interval_s
         )
         path = Path(directory)
-        lock_fd = _lock_directory(path)
+        lock_fd = lock_directory(path)
         if lock_fd is None:
-            raise SpoolError(f"spool {path} is in use by pid {_owner_pid(path)}")
+            raise SpoolError(f"spool {path} is in use by pid {owner_pid(path)}")
         return cls(path, lock_fd, options)
 
     @classmethod
@@ -288,11 +284,11 @@ class Spool:
             ConfigurationError: an option is invalid.
             SpoolError: the directory cannot be created or read.
         """
-        options = _Options.checked(
+        options = SpoolOptions.checked(
             max_bytes, segment_bytes, full_policy, block_timeout_s, fsync, fsync_interval_s
         )
         path = Path(directory)
-        lock_fd = _lock_directory(path)
+        lock_fd = lock_directory(path)
         return None if lock_fd is None else cls(path, lock_fd, options)
 
     # -- writing (any thread) ------------------------------------------------------------
@@ -305,7 +301,7 @@ class Spool:
         Args:
             ts_ns: the record's timestamp (nanoseconds since the epoch), kept through resends.
             payload: the rendered line, UTF-8, without a newline.
-            key: the record's stream key (``_push.stream_key``), 0 when it has none.
+            key: the record's stream key (``_record_encoder.stream_key``), 0 when it has none.
 
         Returns:
             True when stored; False when dropped (spool full or closed) or when the write
@@ -763,72 +759,3 @@ class Spool:
         self._bad_segments = stock.bad_segments
         self._write_errors = stock.unlink_failures
         return stock.next_seq
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    max_bytes: int
-    segment_bytes: int
-    full_policy: FullPolicy
-    block_timeout_s: float
-    fsync: FsyncPolicy
-    fsync_interval_s: float
-
-    @classmethod
-    def checked(
-        cls,
-        max_bytes: int,
-        segment_bytes: int,
-        full_policy: FullPolicy,
-        block_timeout_s: float,
-        fsync: FsyncPolicy,
-        fsync_interval_s: float,
-    ) -> _Options:
-        if full_policy not in _FULL_POLICIES:
-            raise ConfigurationError(
-                f"full_policy must be one of {', '.join(_FULL_POLICIES)}, not {full_policy!r}"
-            )
-        if fsync not in _FSYNC_POLICIES:
-            raise ConfigurationError(
-                f"fsync must be one of {', '.join(_FSYNC_POLICIES)}, not {fsync!r}"
-            )
-        if segment_bytes <= HEADER_BYTES or 2 * segment_bytes > max_bytes:
-            raise ConfigurationError(
-                f"segment_bytes ({segment_bytes}) must exceed {HEADER_BYTES} and be at most half "
-                f"of max_bytes ({max_bytes}), so that drop_oldest always has a segment to drop"
-            )
-        if not (block_timeout_s >= 0 and fsync_interval_s > 0):
-            raise ConfigurationError(
-                "block_timeout_s must be >= 0 and fsync_interval_s > 0, "
-                f"not {block_timeout_s} and {fsync_interval_s}"
-            )
-        return cls(max_bytes, segment_bytes, full_policy, block_timeout_s, fsync, fsync_interval_s)
-
-
-def _lock_directory(path: Path) -> int | None:
-    """Create the directory if needed and flock it; None when another owner holds it."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        raise SpoolError(f"cannot open spool {path}: {exc}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except OSError as exc:
-        os.close(fd)
-        raise SpoolError(f"cannot lock spool {path}: {exc}") from exc
-    with contextlib.suppress(OSError):  # the pid only serves error messages
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _owner_pid(path: Path) -> str:
-    try:
-        text = (path / "lock").read_text("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return "unknown"
-    return text if text.isdigit() else "unknown"

@@ -1,4 +1,4 @@
-"""Loki's push protobuf, by hand: the wire pieces both encoders of ``_push`` share.
+"""Loki's push protobuf, by hand: the wire pieces ``_push`` and ``_record_encoder`` share.
 
 From Loki's ``pkg/push/push.proto`` (see ``_push`` for the messages): field tags, base-128
 varints, ``structuredMetadata`` fields and whole metadata blocks, the ``timestamp`` field up to

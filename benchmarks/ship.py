@@ -238,12 +238,8 @@ def child_breakdown(records: int) -> None:
 
     import agent_logging
     from agent_logging import _state
-    from agent_logging._push import (
-        encode_protobuf,
-        encode_records,
-        entries_from_records,
-        stream_key,
-    )
+    from agent_logging._push import encode_protobuf, entries_from_records
+    from agent_logging._record_encoder import encode_records, stream_key
     from agent_logging._spool import Spool, SpooledRecord
     from tests.lokisim._http import _count_entries
     from tests.lokisim._limits import Limits

@@ -40,21 +40,22 @@ import pyarrow as pa
 
 from benchmarks._common import machine_note
 from benchmarks.correlator import CHUNK_LINES, generate
+from correlator._schema import EVENTS_COLUMNS_DDL, events_table
 from correlator.model import IDENTIFIER_KEYS
 from correlator.sources.ndjson import parse_columns
-from correlator.store import _EVENTS_COLUMNS_DDL, Store, events_table
+from correlator.store import Store
 
 #: Layouts: name, DDL of the events table's columns, settings for the connection.
 _LAYOUTS: Final = (
-    ("store layout (dict_fsst on raw)", _EVENTS_COLUMNS_DDL, ()),
+    ("store layout (dict_fsst on raw)", EVENTS_COLUMNS_DDL, ()),
     (
         "raw uncompressed",
-        _EVENTS_COLUMNS_DDL,
+        EVENTS_COLUMNS_DDL,
         ("SET GLOBAL disabled_compression_methods = 'dict_fsst'",),
     ),
     (
         "raw zstd",
-        _EVENTS_COLUMNS_DDL.replace("raw VARCHAR", "raw VARCHAR USING COMPRESSION zstd"),
+        EVENTS_COLUMNS_DDL.replace("raw VARCHAR", "raw VARCHAR USING COMPRESSION zstd"),
         (),
     ),
 )

@@ -22,10 +22,11 @@ from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
+from correlator._schema import columns_from_events, events_table
 from correlator.errors import InputError, QueryError
 from correlator.model import SOURCE_KINDS, Event, Reject
 from correlator.sources import Parser
-from correlator.store import IngestResult, Store, columns_from_events, events_table
+from correlator.store import IngestResult, Store
 
 __all__ = [
     "FILE_KINDS",

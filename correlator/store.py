@@ -27,7 +27,8 @@ or a list of row ids, or by a scan the zone maps narrow down (``_rows``). The ex
 link counts and the link cardinalities are counted in SQL (``_links``), the lookups batched,
 one IN list per identifier kind. Each inserted batch is sorted by node, then time, into row
 groups of 16,384 rows (the file is attached with that size, see :class:`Store`), so a busy
-node's events of one batch sit side by side.
+node's events of one batch sit side by side. The tables' columns, types and DDL are in
+``_schema``.
 """
 
 from __future__ import annotations
@@ -47,53 +48,18 @@ import pyarrow.compute as pc
 
 from correlator import _links
 from correlator._rows import FETCH_ROWS, fetch_events, row_filter, time_window
+from correlator._schema import (
+    COLUMN_LIST,
+    DDL,
+    EVENTS_COLUMNS_DDL,
+    INDEX_DDL,
+    columns_from_events,
+    events_table,
+)
 from correlator.errors import QueryError, SourceError
-from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event, Reject
+from correlator.model import IDENTIFIER_KEYS, Event, Reject
 
 __all__ = ["IngestResult", "Store"]
-
-_TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
-    "ts_ns": ("BIGINT NOT NULL", pa.int64()),
-    "layer": ("VARCHAR NOT NULL", pa.string()),
-    "source": ("VARCHAR NOT NULL", pa.string()),
-    "origin": ("VARCHAR", pa.string()),
-    "message": ("VARCHAR", pa.string()),
-    "raw": ("VARCHAR", pa.string()),
-    "hash": ("BIGINT NOT NULL", pa.int64()),
-    "service": ("VARCHAR", pa.string()),
-    "level": ("VARCHAR", pa.string()),
-    **{key: ("VARCHAR", pa.string()) for key in (*IDENTIFIER_KEYS, "trace_id", "span_id")},
-    "http_method": ("VARCHAR", pa.string()),
-    "http_path": ("VARCHAR", pa.string()),
-    "http_status": ("INTEGER", pa.int32()),
-    "duration_s": ("DOUBLE", pa.float64()),
-    "owner_hint": ("VARCHAR", pa.string()),
-    "error_type": ("VARCHAR", pa.string()),
-    "entity_kind": ("VARCHAR", pa.string()),
-    "entity_id": ("VARCHAR", pa.string()),
-    "state_from": ("VARCHAR", pa.string()),
-    "state_to": ("VARCHAR", pa.string()),
-    "attrs": ("VARCHAR", pa.string()),  # JSON text; DuckDB's json functions read it
-}
-_SCHEMA: Final = pa.schema([(name, _TYPES[name][1]) for name in EVENT_COLUMNS])
-_COLUMN_LIST: Final = ", ".join(EVENT_COLUMNS)
-
-_EVENTS_COLUMNS_DDL: Final = ", ".join(f"{n} {_TYPES[n][0]}" for n in EVENT_COLUMNS)
-_INDEX_DDL: Final = "".join(
-    f"CREATE INDEX IF NOT EXISTS events_{key} ON events ({key});" for key in IDENTIFIER_KEYS
-)
-_DDL: Final = f"""
-CREATE TABLE IF NOT EXISTS events ({_EVENTS_COLUMNS_DDL});
-CREATE TABLE IF NOT EXISTS rejects (
-    source VARCHAR, origin VARCHAR, line_no BIGINT, reason VARCHAR, excerpt VARCHAR,
-    ingested_at TIMESTAMPTZ DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS link_cardinality (
-    near VARCHAR NOT NULL, far VARCHAR NOT NULL, far_per_near BIGINT NOT NULL,
-    near_per_far BIGINT NOT NULL, events BIGINT NOT NULL
-);
-{_INDEX_DDL}
-"""
 
 #: The name the database file is attached under, and the row-group size of new rows (DuckDB's
 #: default is 122,880): see Store.__init__.
@@ -136,25 +102,6 @@ def _reason_kind(reason: str) -> str:
     return " ".join(word for word in text.split() if not word.isdigit())[:80]
 
 
-def events_table(columns: Mapping[str, Sequence[Any]]) -> pa.Table:
-    """One batch of columns (one list per name of EVENT_COLUMNS) as an Arrow table of the
-    ``events`` table's schema, what :meth:`Store.insert_table` takes."""
-    return pa.Table.from_pydict({n: columns[n] for n in EVENT_COLUMNS}, schema=_SCHEMA)
-
-
-def columns_from_events(events: Sequence[Event]) -> dict[str, list[Any]]:
-    """Events as one list per column (attrs rendered as JSON text)."""
-    columns: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
-    appenders = [columns[name].append for name in EVENT_COLUMNS]
-    for event in events:
-        for name, append in zip(EVENT_COLUMNS, appenders, strict=True):
-            value = getattr(event, name)
-            if name == "attrs":
-                value = orjson.dumps(value, default=str).decode() if value else None
-            append(value)
-    return columns
-
-
 class Store:
     """A DuckDB database file (or ``:memory:``) holding the evidence.
 
@@ -194,7 +141,7 @@ class Store:
         self._db.execute(f"SET index_scan_max_count = {_INDEX_ROWS}")
         self._db.execute("SET index_scan_percentage = 0")
         if not read_only:
-            self._db.execute(_DDL)
+            self._db.execute(DDL)
 
     def close(self) -> None:
         self._db.close()
@@ -280,14 +227,14 @@ class Store:
         # a node's events of one batch sit side by side, which is what a timeline reads.
         if pc.count_distinct(table.column("hash")).as_py() == staged:
             sql = (
-                f"INSERT INTO events ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM staged_events s "  # noqa: S608 - column names come from EVENT_COLUMNS
+                f"INSERT INTO events ({COLUMN_LIST}) SELECT {COLUMN_LIST} FROM staged_events s "  # noqa: S608 - column names come from EVENT_COLUMNS
                 "WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash) "
                 f"{_INSERT_ORDER}"
             )
         else:
             sql = f"""
-                INSERT INTO events ({_COLUMN_LIST})
-                SELECT {_COLUMN_LIST} FROM (
+                INSERT INTO events ({COLUMN_LIST})
+                SELECT {COLUMN_LIST} FROM (
                     SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
                 ) AS s
                 WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
@@ -403,7 +350,7 @@ class Store:
                 where, row_params = by_row
                 events = fetch_events(
                     cursor,
-                    f"SELECT {_COLUMN_LIST} FROM events WHERE {where} ORDER BY ts_ns, hash",  # noqa: S608 - fixed names, bound values
+                    f"SELECT {COLUMN_LIST} FROM events WHERE {where} ORDER BY ts_ns, hash",  # noqa: S608 - fixed names, bound values
                     row_params,
                 )
             else:
@@ -414,7 +361,7 @@ class Store:
                     cursor.execute("SET SESSION index_scan_max_count = 0")
                 events = fetch_events(
                     cursor,
-                    f"WITH matched AS MATERIALIZED ({union(_COLUMN_LIST)}) "  # noqa: S608 - fixed names
+                    f"WITH matched AS MATERIALIZED ({union(COLUMN_LIST)}) "  # noqa: S608 - fixed names
                     "SELECT * FROM matched ORDER BY ts_ns, hash LIMIT ?",
                     [*params, limit],
                 )
@@ -450,7 +397,7 @@ class Store:
         # node instance) is read through the index and filtered here (~7 ms at 10^7 events,
         # against ~20-40 ms scanning the row groups of the window); a busy node by the window.
         if self._count_of(key, value) <= _INDEX_ROWS:
-            sql = f"SELECT {_COLUMN_LIST} FROM events WHERE {key} = ?"  # noqa: S608 - fixed names, bound values
+            sql = f"SELECT {COLUMN_LIST} FROM events WHERE {key} = ?"  # noqa: S608 - fixed names, bound values
             allowed_set = set(allowed)
             rows = sorted(
                 (
@@ -463,7 +410,7 @@ class Store:
             )[: limit + 1]
         else:
             sql = (
-                f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
+                f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
                 f"WHERE {key} = ? AND ts_ns >= ? AND ts_ns < ? AND ({child}) "
                 "ORDER BY ts_ns, hash LIMIT ?"
             )
@@ -492,7 +439,7 @@ class Store:
         else:
             where = "json_extract_string(attrs, '$.log') = 'access'"
         sql = (
-            f"SELECT {_COLUMN_LIST} FROM events WHERE source = 'nginx' AND {where} "  # noqa: S608 - fixed text
+            f"SELECT {COLUMN_LIST} FROM events WHERE source = 'nginx' AND {where} "  # noqa: S608 - fixed text
             "AND ts_ns >= ? AND ts_ns < ? ORDER BY ts_ns"
         )
         return list(self._rows_as_events(sql, [from_ns, to_ns]))
@@ -510,14 +457,14 @@ class Store:
         Readers see the old table until the rewrite commits.
         """
         with self._writer() as cursor:
-            cursor.execute(f"CREATE TABLE events_clustered ({_EVENTS_COLUMNS_DDL})")
+            cursor.execute(f"CREATE TABLE events_clustered ({EVENTS_COLUMNS_DDL})")
             cursor.execute(
-                f"INSERT INTO events_clustered SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
+                f"INSERT INTO events_clustered SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
                 "ORDER BY node_id, ts_ns, hash"
             )
             cursor.execute("DROP TABLE events")  # its indexes go with it
             cursor.execute("ALTER TABLE events_clustered RENAME TO events")
-            cursor.execute(_INDEX_DDL)
+            cursor.execute(INDEX_DDL)
 
     def set_links(self, linked: Sequence[Event]) -> int:
         """Store the identifiers an event gained by linking (matched by content hash)."""
@@ -555,7 +502,7 @@ class Store:
         """Every lifecycle event: entity transitions, provider jobs, projections, and any
         record that reports a node's ``occupancy`` (findings read it from all of them)."""
         sql = (
-            f"SELECT {_COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
+            f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
             "WHERE entity_kind IS NOT NULL OR layer IN ('provider', 'projection') "
             "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
         )

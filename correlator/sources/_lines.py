@@ -3,15 +3,19 @@
 Separate so that every adapter refuses the same lines with the same words: a line longer than
 :data:`~correlator.model.MAX_LINE_BYTES` or not valid UTF-8 cannot be read at all, and a
 reject names the line (``line 7 is not valid JSON: ...``) and carries an excerpt of it.
+:func:`iter_lines` numbers and screens the lines of a file for the JSON adapters, and
+:func:`hasher` starts a line's content hash for less than building it anew.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
 from correlator.model import MAX_LINE_BYTES, Reject
 
-__all__ = ["EXCERPT_CHARS", "excerpt", "line_reject", "unreadable"]
+__all__ = ["EXCERPT_CHARS", "excerpt", "hasher", "iter_lines", "line_reject", "unreadable"]
 
 #: How much of a line a reject keeps, in characters.
 EXCERPT_CHARS: Final = 200
@@ -66,3 +70,45 @@ def line_reject(source: str, origin: str, line_no: int, reason: str, raw: bytes)
         The reject.
     """
     return Reject(source, origin, line_no, f"line {line_no} {reason}", excerpt(raw))
+
+
+def hasher(source: str) -> Any:
+    """A blake2b state equal to the one :func:`~correlator.model.content_hash` starts from.
+
+    ``hasher(kind).copy()`` + ``update(raw)`` gives the same digest as ``content_hash(kind,
+    raw)`` for less than building the state, person string and all, for every line.
+
+    Args:
+        source: the source kind.
+
+    Returns:
+        A ``hashlib.blake2b`` object to copy, never to update directly.
+    """
+    return hashlib.blake2b(digest_size=8, person=source.encode()[:16])
+
+
+def iter_lines(
+    lines: Iterable[bytes], source: str, origin: str
+) -> Iterator[tuple[int, bytes, str] | Reject]:
+    """Number lines from 1 and screen them: oversized and non-UTF-8 lines become rejects.
+
+    Args:
+        lines: raw lines without their ``\\n``.
+        source: the adapter kind, for the rejects.
+        origin: file path or query, for the rejects.
+
+    Yields:
+        ``(line_no, data, text)`` for each non-blank line (a trailing ``\\r`` removed), or a
+        :class:`Reject`.
+    """
+    for line_no, line in enumerate(lines, 1):
+        data = bytes(line)
+        if data[-1:] == b"\r":
+            data = data[:-1]
+        reason = unreadable(line_no, data)
+        if reason is not None:
+            yield Reject(source, origin, line_no, reason, excerpt(data))
+            continue
+        text = data.decode()
+        if text and not text.isspace():
+            yield line_no, data, text

@@ -44,9 +44,9 @@ from typing import Any, Final
 import orjson
 
 from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
+from correlator.sources._fields import take_id
 from correlator.sources._time import parse_rfc3339_ns
 from correlator.sources.k8s import iter_documents
-from correlator.sources.ndjson import take_id
 
 __all__ = ["AAP_JOB_TYPES", "parse"]
 

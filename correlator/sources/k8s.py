@@ -39,8 +39,9 @@ from typing import Any, Final
 import orjson
 
 from correlator.model import IDENTIFIER_KEYS, MAX_LINE_BYTES, Event, Reject, content_hash
+from correlator.sources._fields import take_id
+from correlator.sources._lines import excerpt
 from correlator.sources._time import parse_rfc3339_ns
-from correlator.sources.ndjson import excerpt, take_id
 
 __all__ = ["iter_documents", "parse"]
 

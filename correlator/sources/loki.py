@@ -32,7 +32,9 @@ import orjson
 from agent_logging._loki_client import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
 from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
-from correlator.sources.ndjson import hasher, normalise_level, record_row, take_id
+from correlator.sources._fields import normalise_level, take_id
+from correlator.sources._lines import hasher
+from correlator.sources._record import record_row
 
 __all__ = ["MAX_PAGE_LIMIT", "fetch"]
 

@@ -38,8 +38,9 @@ import orjson
 
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
+from correlator.sources._fields import take_id
+from correlator.sources._lines import excerpt, iter_lines
 from correlator.sources._time import format_rfc3339_ns, parse_rfc3339_ns
-from correlator.sources.ndjson import excerpt, iter_lines, take_id
 
 __all__ = [
     "AUDIT_COLUMNS",

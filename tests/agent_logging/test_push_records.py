@@ -11,17 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_logging import _push
+from agent_logging import _record_encoder
 from agent_logging._loki_client import LokiClient
 from agent_logging._push import (
     PushEntry,
     encode_body,
     encode_protobuf,
-    encode_records,
     entries_from_records,
     entry_from_record,
-    stream_key,
 )
+from agent_logging._record_encoder import encode_records, stream_key
 from agent_logging._render import render
 from agent_logging._segments import SpooledRecord
 from tests.agent_logging.test_push import decode, runtime_encode
@@ -73,11 +72,11 @@ def test_records_whose_fields_are_not_short_text_have_no_key(changes: dict[str, 
 
 
 def test_stream_key_cache_empties_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_push, "_MAX_CACHED_KEYS", 2)
-    monkeypatch.setattr(_push, "_stream_keys", {})
+    monkeypatch.setattr(_record_encoder, "_MAX_CACHED_KEYS", 2)
+    monkeypatch.setattr(_record_encoder, "_stream_keys", {})
     keys = [stream_key({**RECORD, "allocation_id": f"k-{n}"}) for n in range(5)]
     assert len(set(keys)) == 5
-    assert len(_push._stream_keys) <= 2
+    assert len(_record_encoder._stream_keys) <= 2
     assert stream_key({**RECORD, "allocation_id": "k-0"}) == keys[0]
 
 
@@ -184,7 +183,7 @@ def test_encode_records_literal_request() -> None:
 
 
 def test_a_key_is_trusted_only_once_the_line_produces_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_push, "_keyed", {})
+    monkeypatch.setattr(_record_encoder, "_keyed", {})
     record = {**RECORD}
     other = {**RECORD, "allocation_id": "a-10"}
     # A frame claiming the key of another combination (say, written by a broken writer):
@@ -194,15 +193,15 @@ def test_a_key_is_trusted_only_once_the_line_produces_it(monkeypatch: pytest.Mon
     assert encode_records([claimed], node_id_label=False, default_labels=DEFAULTS) == (
         encode_protobuf([expected])
     )
-    assert all(stream_key(other) not in table for table in _push._keyed.values())
+    assert all(stream_key(other) not in table for table in _record_encoder._keyed.values())
     honest = SpooledRecord(6, render(other), stream_key(other))
     encode_records([honest], node_id_label=False, default_labels=DEFAULTS)
-    assert any(stream_key(other) in table for table in _push._keyed.values())
+    assert any(stream_key(other) in table for table in _record_encoder._keyed.values())
 
 
 def test_key_table_empties_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_push, "_MAX_CACHED_MAPPINGS", 2)
-    monkeypatch.setattr(_push, "_keyed", {})
+    monkeypatch.setattr(_record_encoder, "_MAX_CACHED_MAPPINGS", 2)
+    monkeypatch.setattr(_record_encoder, "_keyed", {})
     spooled = []
     for n in range(5):
         record = {**RECORD, "allocation_id": f"k-{n}"}
@@ -210,7 +209,7 @@ def test_key_table_empties_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     encoded = encode_records(spooled, node_id_label=True, default_labels=DEFAULTS)
     entries = entries_from_records(spooled, node_id_label=True, default_labels=DEFAULTS)
     assert encoded == encode_protobuf(entries)
-    assert all(len(table) <= 2 for table in _push._keyed.values())
+    assert all(len(table) <= 2 for table in _record_encoder._keyed.values())
 
 
 def test_empty_batch_is_an_empty_request() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from correlator import demo
+from correlator._demo_story import FAILING_ALLOCATION
 from correlator.api import create_app
 from correlator.store import Store
 from tests.asgi_client import AsgiClient
@@ -86,7 +86,7 @@ def test_body_size_and_source_kind_are_checked(client: AsgiClient) -> None:
 
 
 def test_reads_need_the_read_token_when_one_is_set(demo_client: AsgiClient) -> None:
-    url = f"/v1/timeline?allocation_id={demo.FAILING_ALLOCATION}"
+    url = f"/v1/timeline?allocation_id={FAILING_ALLOCATION}"
     assert demo_client.get(url).status_code == 401
     response = demo_client.get(url, headers=_auth("reader"))
     assert response.status_code == 200
@@ -113,7 +113,7 @@ def test_reads_need_the_read_token_when_one_is_set(demo_client: AsgiClient) -> N
         ),
         ("?allocation_id=a-nope", 404, "no evidence mentions allocation_id=a-nope"),
         (
-            f"?allocation_id={demo.FAILING_ALLOCATION}&from=yesterday",
+            f"?allocation_id={FAILING_ALLOCATION}&from=yesterday",
             400,
             "'yesterday' is not a time",
         ),
@@ -129,8 +129,8 @@ def test_timeline_errors_are_mapped_in_one_place(
 
 def test_graph_findings_latency_health_and_openapi(demo_client: AsgiClient) -> None:
     headers = _auth("reader")
-    graph = demo_client.get(f"/v1/graph?allocation_id={demo.FAILING_ALLOCATION}", headers=headers)
-    assert graph.json()["seed"] == {"allocation_id": demo.FAILING_ALLOCATION}
+    graph = demo_client.get(f"/v1/graph?allocation_id={FAILING_ALLOCATION}", headers=headers)
+    assert graph.json()["seed"] == {"allocation_id": FAILING_ALLOCATION}
     findings = demo_client.get("/v1/findings", headers=headers).json()["findings"]
     assert {f["rule"] for f in findings} == {"projection_drift", "release_failed_stuck"}
     phases = demo_client.get("/v1/latency", headers=headers).json()["phases"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from correlator import demo
+from correlator._demo_story import STUCK_ALLOCATION
 from correlator.cli import main
 from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
@@ -184,7 +184,7 @@ def test_the_demo_command_runs_end_to_end(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "verdict: owner layer cert" in result.stdout
-    assert demo.STUCK_ALLOCATION in result.stdout
+    assert STUCK_ALLOCATION in result.stdout
 
 
 def test_findings_can_be_logged_for_loki(demo_db: Path, captured) -> None:  # type: ignore[no-untyped-def]
@@ -197,4 +197,4 @@ def test_findings_can_be_logged_for_loki(demo_db: Path, captured) -> None:  # ty
         ("projection_drift", "error"),
         ("release_failed_stuck", "warning"),
     ]
-    assert logged[1]["allocation_id"] == demo.STUCK_ALLOCATION
+    assert logged[1]["allocation_id"] == STUCK_ALLOCATION

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agent_logging._render import rfc3339_ns
 from correlator import demo, incident, queries
+from correlator._demo_story import FAILING_ALLOCATION, STUCK_ALLOCATION
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import Event
 from correlator.sources._time import format_rfc3339_ns
@@ -23,7 +24,7 @@ from tests.correlator.events import T0, ev
 
 
 def test_the_failing_allocation_names_cert_not_the_wrapper(demo_store: Store) -> None:
-    data = incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    data = incident.timeline_for(demo_store, "allocation_id", FAILING_ALLOCATION)
     assert set(data) >= {"ids", "verdict", "events", "truncated", "clock_offsets"}
     verdict = data["verdict"]
     assert verdict["owner_layer"] == "cert"
@@ -44,11 +45,11 @@ def test_the_failing_allocation_names_cert_not_the_wrapper(demo_store: Store) ->
     times = [e.get("corrected_ts_ns", e["ts_ns"]) for e in data["events"]]
     assert times == sorted(times)
     # A busy node does not pull in its other allocations.
-    assert data["ids"]["allocation_id"] == [demo.FAILING_ALLOCATION]
+    assert data["ids"]["allocation_id"] == [FAILING_ALLOCATION]
 
 
 def test_any_identifier_of_the_incident_leads_to_the_same_verdict(demo_store: Store) -> None:
-    data = incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    data = incident.timeline_for(demo_store, "allocation_id", FAILING_ALLOCATION)
     correlation = data["verdict"]["first_failure"]["correlation_id"]
     from_request = incident.timeline_for(demo_store, "correlation_id", correlation)
     assert from_request["verdict"]["owner_layer"] == "cert"
@@ -74,7 +75,7 @@ def test_findings_and_latency_of_the_demo(demo_store: Store) -> None:
     found = queries.findings(demo_store, DEMO_NOW_NS)
     assert [(f["rule"], f["entity_id"]) for f in found] == [
         ("projection_drift", "prov-a-9e01"),
-        ("release_failed_stuck", demo.STUCK_ALLOCATION),
+        ("release_failed_stuck", STUCK_ALLOCATION),
     ]
     assert all(len(h) == 16 for f in found for h in f["evidence"])
     phases = {(p["phase"], p["provider"]): p for p in queries.latency(demo_store)}
@@ -111,8 +112,8 @@ def test_reingesting_the_same_evidence_adds_nothing(tmp_path: Path) -> None:
 
 
 def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
-    data = incident.graph_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
-    assert data["seed"] == {"allocation_id": demo.FAILING_ALLOCATION}
+    data = incident.graph_for(demo_store, "allocation_id", FAILING_ALLOCATION)
+    assert data["seed"] == {"allocation_id": FAILING_ALLOCATION}
     assert {p["key"] for p in data["parents"]} == {"node_id"}
     assert any(link["to_key"] == "workflow_id" for link in data["followed"])
 
@@ -220,7 +221,7 @@ def test_the_seed_and_the_expansion_merge_as_one_query_would_answer(
 
 
 def test_a_timeline_leaves_no_thread_behind_also_on_error(demo_store: Store) -> None:
-    incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+    incident.timeline_for(demo_store, "allocation_id", FAILING_ALLOCATION)
     with pytest.raises(NotFoundError):
         incident.timeline_for(demo_store, "allocation_id", "a-nope")
     assert not [t for t in threading.enumerate() if t.name.startswith("correlator-seed")]
@@ -230,7 +231,7 @@ def test_a_timeline_leaves_no_thread_behind_also_on_error(demo_store: Store) -> 
 def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()
     try:
-        incident.timeline_for(demo_store, "allocation_id", demo.FAILING_ALLOCATION)
+        incident.timeline_for(demo_store, "allocation_id", FAILING_ALLOCATION)
         assert gc.isenabled() is enabled
         with pytest.raises(NotFoundError):
             incident.timeline_for(demo_store, "allocation_id", "a-nope")

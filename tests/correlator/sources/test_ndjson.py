@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from agent_logging._ids import problem
 from correlator.model import EVENT_COLUMNS, MAX_LINE_BYTES, Event, Reject, content_hash
-from correlator.sources.ndjson import normalise_level, parse, parse_agent, parse_columns, take_id
+from correlator.sources._fields import normalise_level, take_id
+from correlator.sources.ndjson import parse, parse_agent, parse_columns
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "ndjson"
 ORIGIN = "agent.jsonl"

@@ -1,0 +1,91 @@
+"""The ``events`` table's schema: its columns' types, the store's DDL, and batches in that form.
+
+Each column of :data:`~correlator.model.EVENT_COLUMNS` has a DuckDB type and an Arrow type.
+:data:`DDL` creates the ``events`` table with an ART index per identifier column
+(:data:`INDEX_DDL`; :mod:`correlator.store` says why), the ``rejects`` table and the
+``link_cardinality`` table; :data:`EVENTS_COLUMNS_DDL` is the column list of ``events`` and
+:data:`COLUMN_LIST` its names in order, as the store's SQL spells them. :func:`events_table`
+makes one batch of columns (an adapter's ``parse_columns``) the Arrow table the store inserts;
+:func:`columns_from_events` makes events such columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+import pyarrow as pa
+
+from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event
+
+__all__ = [
+    "COLUMN_LIST",
+    "DDL",
+    "EVENTS_COLUMNS_DDL",
+    "INDEX_DDL",
+    "columns_from_events",
+    "events_table",
+]
+
+_TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
+    "ts_ns": ("BIGINT NOT NULL", pa.int64()),
+    "layer": ("VARCHAR NOT NULL", pa.string()),
+    "source": ("VARCHAR NOT NULL", pa.string()),
+    "origin": ("VARCHAR", pa.string()),
+    "message": ("VARCHAR", pa.string()),
+    "raw": ("VARCHAR", pa.string()),
+    "hash": ("BIGINT NOT NULL", pa.int64()),
+    "service": ("VARCHAR", pa.string()),
+    "level": ("VARCHAR", pa.string()),
+    **{key: ("VARCHAR", pa.string()) for key in (*IDENTIFIER_KEYS, "trace_id", "span_id")},
+    "http_method": ("VARCHAR", pa.string()),
+    "http_path": ("VARCHAR", pa.string()),
+    "http_status": ("INTEGER", pa.int32()),
+    "duration_s": ("DOUBLE", pa.float64()),
+    "owner_hint": ("VARCHAR", pa.string()),
+    "error_type": ("VARCHAR", pa.string()),
+    "entity_kind": ("VARCHAR", pa.string()),
+    "entity_id": ("VARCHAR", pa.string()),
+    "state_from": ("VARCHAR", pa.string()),
+    "state_to": ("VARCHAR", pa.string()),
+    "attrs": ("VARCHAR", pa.string()),  # JSON text; DuckDB's json functions read it
+}
+_SCHEMA: Final = pa.schema([(name, _TYPES[name][1]) for name in EVENT_COLUMNS])
+COLUMN_LIST: Final = ", ".join(EVENT_COLUMNS)
+
+EVENTS_COLUMNS_DDL: Final = ", ".join(f"{n} {_TYPES[n][0]}" for n in EVENT_COLUMNS)
+INDEX_DDL: Final = "".join(
+    f"CREATE INDEX IF NOT EXISTS events_{key} ON events ({key});" for key in IDENTIFIER_KEYS
+)
+DDL: Final = f"""
+CREATE TABLE IF NOT EXISTS events ({EVENTS_COLUMNS_DDL});
+CREATE TABLE IF NOT EXISTS rejects (
+    source VARCHAR, origin VARCHAR, line_no BIGINT, reason VARCHAR, excerpt VARCHAR,
+    ingested_at TIMESTAMPTZ DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS link_cardinality (
+    near VARCHAR NOT NULL, far VARCHAR NOT NULL, far_per_near BIGINT NOT NULL,
+    near_per_far BIGINT NOT NULL, events BIGINT NOT NULL
+);
+{INDEX_DDL}
+"""
+
+
+def events_table(columns: Mapping[str, Sequence[Any]]) -> pa.Table:
+    """One batch of columns (one list per name of EVENT_COLUMNS) as an Arrow table of the
+    ``events`` table's schema, what :meth:`~correlator.store.Store.insert_table` takes."""
+    return pa.Table.from_pydict({n: columns[n] for n in EVENT_COLUMNS}, schema=_SCHEMA)
+
+
+def columns_from_events(events: Sequence[Event]) -> dict[str, list[Any]]:
+    """Events as one list per column (attrs rendered as JSON text)."""
+    columns: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
+    appenders = [columns[name].append for name in EVENT_COLUMNS]
+    for event in events:
+        for name, append in zip(EVENT_COLUMNS, appenders, strict=True):
+            value = getattr(event, name)
+            if name == "attrs":
+                value = orjson.dumps(value, default=str).decode() if value else None
+            append(value)
+    return columns
