@@ -320,16 +320,17 @@ def _timeline(
         instances = ids.setdefault("node_instance_id", [])
         known = set(instances)
         instances.extend(i for i in seen_instances if i is not None and i not in known)
-    failure_hashes = {e.hash for e in decided.explains}
-    first = decided.first_failure.hash if decided.first_failure else None
-    rendered = []
-    for event, when in zip(built.events, built.corrected_ns, strict=True):
-        shown = event_json(event, when)
-        if event.hash == first:
-            shown["first_failure"] = True
-        elif event.hash in failure_hashes:
-            shown["symptom"] = True
-        rendered.append(shown)
+    rendered = list(map(event_json, built.events, built.corrected_ns))
+    # The first failure and its symptoms are a few events of up to 10,000: marked by position
+    # afterwards rather than tested for on every event.
+    if decided.first_failure is not None or decided.explains:
+        position = {e.hash: i for i, e in enumerate(built.events)}
+        first = decided.first_failure.hash if decided.first_failure else None
+        for event in decided.explains:
+            if event.hash != first and event.hash in position:
+                rendered[position[event.hash]]["symptom"] = True
+        if first in position:
+            rendered[position[first]]["first_failure"] = True
     return {
         "seed": {key: value},
         "ids": ids,

@@ -111,6 +111,19 @@ def test_reingesting_the_same_evidence_adds_nothing(tmp_path: Path) -> None:
         assert store.count() == first["accepted"]
 
 
+def test_the_first_failure_and_its_symptoms_are_marked_among_the_events(
+    demo_store: Store,
+) -> None:
+    data = incident.timeline_for(demo_store, "allocation_id", FAILING_ALLOCATION)
+    verdict = data["verdict"]
+    first = [e["hash"] for e in data["events"] if e.get("first_failure")]
+    symptoms = {e["hash"] for e in data["events"] if e.get("symptom")}
+    assert first == [verdict["first_failure"]["hash"]]
+    assert symptoms == {e["hash"] for e in verdict["explains"]} - set(first)
+    assert len(symptoms) >= 2
+    assert not [e for e in data["events"] if e.get("first_failure") and e.get("symptom")]
+
+
 def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
     data = incident.graph_for(demo_store, "allocation_id", FAILING_ALLOCATION)
     assert data["seed"] == {"allocation_id": FAILING_ALLOCATION}
