@@ -28,8 +28,8 @@ import orjson
 
 from agent_logging import _environ
 from agent_logging._durable import DEAD_LETTER_NAME, spool_dirs
+from agent_logging._entries import entry_from_record, render_labels
 from agent_logging._loki_client import LokiClient, LokiQueryError
-from agent_logging._push import entry_from_record, render_labels
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool, SpooledRecord, read_all
 from agent_logging.errors import AgentLoggingError, SpoolError

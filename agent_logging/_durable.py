@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
+from agent_logging._entries import PushEntry, RecordLike
 from agent_logging._loki_client import LokiClient, PushResult
-from agent_logging._push import PushEntry, RecordLike
 from agent_logging._record_encoder import stream_key
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool

@@ -29,14 +29,8 @@ import cramjam
 import httpx
 import orjson
 
-from agent_logging._push import (
-    PROTOBUF_CONTENT_TYPE,
-    PushBody,
-    PushEntry,
-    RecordLike,
-    encode_body,
-    entries_from_records,
-)
+from agent_logging._entries import PushEntry, RecordLike, entries_from_records
+from agent_logging._push import PROTOBUF_CONTENT_TYPE, PushBody, encode_body
 from agent_logging._record_encoder import encode_records
 from agent_logging.errors import AgentLoggingError, ConfigurationError
 
@@ -286,7 +280,7 @@ class LokiClient:
         node_id_label: bool,
         default_labels: Mapping[str, str],
     ) -> PushResult:
-        """Send spooled records in one request, mapped as ``_push.entries_from_records`` does.
+        """Send spooled records in one request, mapped as ``_entries.entries_from_records`` does.
 
         The shipper's path: with protobuf, the body is encoded straight from the records
         (``_record_encoder.encode_records``), which skips parsing records whose stream key it

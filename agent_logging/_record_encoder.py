@@ -6,11 +6,12 @@ and structured metadata depend on (:func:`stream_key`, which the logging thread 
 shipper maps a key it has seen to the encoded labels and metadata once, and from then on
 encodes that key's records without parsing their JSON (:func:`encode_records`): parsing,
 mapping and building a PushEntry were most of the shipper's cost per record. A record whose
-key is 0 or unknown is mapped by ``_push``'s own record mapping.
+key is 0 or unknown is mapped by ``_entries``' own record mapping.
 
-The output is byte for byte that of ``_push``'s reference path,
-``encode_protobuf(entries_from_records(...))`` (a property test pins it); it costs about a
-quarter of the reference's time per record. Pure, no I/O; the wire pieces are in ``_wire``.
+The output is byte for byte that of the reference path,
+``_push.encode_protobuf(_entries.entries_from_records(...))`` (a property test pins it); it
+costs about a quarter of the reference's time per record. Pure, no I/O; the wire pieces are
+in ``_wire``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Final
 
 import orjson
 
-from agent_logging._push import (
+from agent_logging._entries import (
     _FIELD_KEYS,
     _MAX_CACHED_CONTEXTS,
     _MAX_CACHED_MAPPINGS,

@@ -20,34 +20,27 @@ the spool's size cap, not the shipper, decides what is ever dropped. Refused con
 4xx: a line over ``max_line_size``, 256 KB by default; an entry older than
 ``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; a body
 over a proxy's limit, 413) is bisected to isolate the entries Loki will not take; those go to
-a dead-letter file. Loki 3 stores the valid entries of a partly refused push anyway, and
-resending them is harmless: it de-duplicates identical entries.
+a dead-letter file (``_dead_letter``). Loki 3 stores the valid entries of a partly refused
+push anyway, and resending them is harmless: it de-duplicates identical entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
-import os
 import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, TypedDict, TypeVar
 
-import orjson
-
+from agent_logging._dead_letter import DEAD_LETTER_MAX_BYTES, append_dead_letter
+from agent_logging._entries import PushEntry, RecordLike, entries_from_records, entry_from_record
 from agent_logging._loki_client import PushResult
-from agent_logging._push import PushEntry, RecordLike, entries_from_records, entry_from_record
 from agent_logging.errors import ConfigurationError
 
-__all__ = ["DEAD_LETTER_MAX_BYTES", "PushClient", "Shipper", "ShipperStats", "SpoolLike"]
-
-#: The dead-letter file is rotated to ``<name>.1`` past this size: refused entries are rare,
-#: and a misconfiguration that refuses everything must not fill the disk.
-DEAD_LETTER_MAX_BYTES: Final = 64 * 1024 * 1024
+__all__ = ["PushClient", "Shipper", "ShipperStats", "SpoolLike"]
 
 # flush() re-checks the spool at least this often even without a notification, since
 # records may also leave the spool by its own drop policy.
@@ -135,10 +128,6 @@ class _Delivery(enum.Enum):
 
 def _wait_event(event: threading.Event, timeout_s: float) -> bool:
     return event.wait(timeout_s)
-
-
-def _rfc3339(unix_s: float) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _reason_key(result: PushResult) -> str:
@@ -628,33 +617,15 @@ class Shipper:
 
     def _dead_letter(self, entry: PushEntry, result: PushResult) -> None:
         """Append one refused entry to the dead-letter file and make it durable."""
-        now = self._wall_clock()
-        document = {
-            "ts_ns": entry.ts_ns,
-            "labels": dict(entry.labels),
-            "line": entry.line,
-            "status": result.status,
-            "reason": result.reason,
-            "dead_lettered_at": _rfc3339(now),
-        }
-        data = orjson.dumps(document) + b"\n"
         path = self.dead_letter_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        if size and size + len(data) > self._dead_letter_max_bytes:
-            path.replace(path.with_name(path.name + ".1"))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            # The entry leaves the spool right after this: the file must hold it first.
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_dead_letter(
+            path,
+            entry,
+            result.status,
+            result.reason,
+            now_unix_s=self._wall_clock(),
+            max_bytes=self._dead_letter_max_bytes,
+        )
         with self._stats_lock:
             self._dead_lettered += 1
         self._report(

@@ -238,7 +238,8 @@ def child_breakdown(records: int) -> None:
 
     import agent_logging
     from agent_logging import _state
-    from agent_logging._push import encode_protobuf, entries_from_records
+    from agent_logging._entries import entries_from_records
+    from agent_logging._push import encode_protobuf
     from agent_logging._record_encoder import encode_records, stream_key
     from agent_logging._spool import Spool, SpooledRecord
     from tests.lokisim._http import _count_entries

@@ -14,6 +14,7 @@ import httpx
 import orjson
 import pytest
 
+from agent_logging._entries import PushEntry
 from agent_logging._loki_client import (
     LokiClient,
     LokiQueryError,
@@ -22,7 +23,7 @@ from agent_logging._loki_client import (
     classify_response,
     parse_retry_after,
 )
-from agent_logging._push import PushEntry, encode_protobuf
+from agent_logging._push import encode_protobuf
 from agent_logging.errors import ConfigurationError
 
 ENTRY = PushEntry((("service_name", "svc"),), 1_700_000_000_000_000_001, '{"event":"x"}', ())

@@ -13,14 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_logging import _push, _wire
-from agent_logging._push import (
+from agent_logging._entries import (
     PushEntry,
-    encode_body,
-    encode_json,
-    encode_protobuf,
+    entries_from_records,
     entry_from_record,
     render_labels,
 )
+from agent_logging._push import encode_body, encode_json, encode_protobuf
 from agent_logging._wire import uvarint
 
 # -- the real protobuf runtime, built from Loki's push.proto field numbers -------------------
@@ -504,13 +503,9 @@ def test_the_batch_mapping_equals_one_mapping_per_record(
     spooled = [_Spooled(1_000 + n, orjson.dumps(r)) for n, r in enumerate(records)]
     spooled.append(_Spooled(5, b"not json at all"))
     defaults = {"service_name": "svc", "layer": "api", "env": "dev"}
-    batch = _push.entries_from_records(
-        spooled, node_id_label=node_id_label, default_labels=defaults
-    )
+    batch = entries_from_records(spooled, node_id_label=node_id_label, default_labels=defaults)
     one_by_one = [
-        _push.entry_from_record(
-            r.ts_ns, r.payload, node_id_label=node_id_label, default_labels=defaults
-        )
+        entry_from_record(r.ts_ns, r.payload, node_id_label=node_id_label, default_labels=defaults)
         for r in spooled
     ]
     assert batch == one_by_one

@@ -12,14 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_logging import _record_encoder
+from agent_logging._entries import PushEntry, entries_from_records, entry_from_record
 from agent_logging._loki_client import LokiClient
-from agent_logging._push import (
-    PushEntry,
-    encode_body,
-    encode_protobuf,
-    entries_from_records,
-    entry_from_record,
-)
+from agent_logging._push import encode_body, encode_protobuf
 from agent_logging._record_encoder import encode_records, stream_key
 from agent_logging._render import render
 from agent_logging._segments import SpooledRecord

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_logging import _shipper
+from agent_logging._entries import PushEntry
 from agent_logging._loki_client import PushResult
-from agent_logging._push import PushEntry
 from agent_logging._shipper import Shipper
 from tests.agent_logging.test_shipper import LABELS, FakeSpool
 
