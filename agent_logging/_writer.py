@@ -53,13 +53,17 @@ class SegmentWriter:
 
     def __init__(self, path: Path, capacity: int) -> None:
         fd = os.open(path, _OPEN_NEW, 0o600)
+        step = f"allocate {capacity:,} bytes on disk for"
         try:
             os.posix_fallocate(fd, 0, capacity)
+            step = "map (shared, writable)"
             mapping = mmap.mmap(fd, capacity)
-        except OSError:
+        except OSError as exc:
             os.close(fd)
             unlink(path)
-            raise
+            # The bare errno ("No such device") would not say which step failed; a spool
+            # needs both, on a local filesystem such as ext4, xfs, btrfs or tmpfs.
+            raise OSError(exc.errno, f"cannot {step} {path}: {exc.strerror or exc}") from exc
         self.fd = fd
         self.mapping: mmap.mmap | None = mapping
         self.capacity = capacity

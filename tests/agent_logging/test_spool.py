@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import re
 import signal
@@ -387,6 +388,33 @@ def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
         assert spool.append(1003, rec(3)) is True  # on a fresh segment
         assert drain(spool) == [rec(0), rec(1), rec(3)]
         assert spool.stats().appended == 3
+
+
+def test_a_spool_on_a_filesystem_that_cannot_map_it_fails_to_open_saying_so(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_mapping(fd: int, length: int) -> mmap.mmap:
+        raise OSError(errno.ENODEV, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", no_mapping)
+    message = (
+        rf"cannot open spool {re.escape(str(directory))}: \[Errno 19\] cannot map \(shared, "
+        r"writable\) .*seg-[0-9]+\.spool: No such device$"
+    )
+    with pytest.raises(SpoolError, match=message):
+        Spool.open(directory)
+    assert segment_names(directory) == []  # no half-made segment left behind
+
+
+def test_a_full_disk_names_the_allocation_that_failed(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_space(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    with pytest.raises(SpoolError, match=r"cannot allocate [0-9,]+ bytes on disk for .*: No space"):
+        Spool.open(directory)
 
 
 def test_a_failed_copy_is_counted_and_the_next_append_recovers(spool: Spool) -> None:
