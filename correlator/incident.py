@@ -304,7 +304,7 @@ def _timeline(
         events.extend(e for e in extra if e.hash not in seen)
         seen.update(e.hash for e in extra)
     if len(events) > limit:
-        events.sort(key=lambda e: e.ts_ns)
+        events.sort(key=_order)  # the store's order: time, then hash
         events, truncated = events[:limit], True
     built = timeline.build(events, truncated=truncated)
     decided = verdict.decide(built.events)

@@ -240,6 +240,31 @@ def test_a_timeline_leaves_no_thread_behind_also_on_error(demo_store: Store) -> 
     assert not [t for t in threading.enumerate() if t.name.startswith("correlator-seed")]
 
 
+def test_a_parent_overflowing_the_limit_is_cut_in_the_stores_order(tmp_path: Path) -> None:
+    # Allocation a-1 on node n-1, which also ran a-2: the node is a-1's parent, and its own
+    # event at t=5 s ties with a-1's. With a limit of 2 the answer is cut inside the tie, and
+    # keeps what one query would: the first two by (time, hash), whichever list each came from.
+    def tie(suffix: int) -> tuple[Event, Event]:
+        return (
+            ev(5, "workflow", f"a-1 step {suffix}", allocation_id="a-1", node_id="n-1"),
+            ev(5, "node", f"n-1 heartbeat {suffix}", node_id="n-1"),
+        )
+
+    # Contents whose parent event sorts first: the seed's events come first in the list.
+    own, parents = next(pair for pair in map(tie, range(100)) if pair[1].hash < pair[0].hash)
+    events = [
+        ev(1, "workflow", "a-1 requested", allocation_id="a-1", node_id="n-1"),
+        ev(2, "workflow", "a-2 requested", allocation_id="a-2", node_id="n-1"),
+        own,
+        parents,
+    ]
+    with Store(tmp_path / "tie.duckdb") as store:
+        store.insert_events(events)
+        data = incident.timeline_for(store, "allocation_id", "a-1", limit=2)
+    assert data["truncated"] is True
+    assert [e["message"] for e in data["events"]] == ["a-1 requested", parents.message]
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()
