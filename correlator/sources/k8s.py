@@ -38,9 +38,9 @@ from typing import Any, Final
 
 import orjson
 
-from correlator.model import IDENTIFIER_KEYS, MAX_LINE_BYTES, Event, Reject, content_hash
+from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
 from correlator.sources._fields import take_id
-from correlator.sources._lines import excerpt
+from correlator.sources._lines import excerpt, unreadable
 from correlator.sources._time import parse_rfc3339_ns
 
 __all__ = ["iter_documents", "parse"]
@@ -90,18 +90,10 @@ def iter_documents(
         data = bytes(line)
         if data.endswith(b"\r"):
             data = data[:-1]
-        reason = None
-        if len(data) > MAX_LINE_BYTES:
-            reason = f"line {line_no} is {len(data):,} bytes; the limit is {MAX_LINE_BYTES:,}"
+        reason = unreadable(line_no, data)
+        if reason is None:
+            texts.append(data.decode())
         else:
-            try:
-                texts.append(data.decode())
-            except UnicodeDecodeError as exc:
-                reason = (
-                    f"line {line_no} is not valid UTF-8 "
-                    f"(byte 0x{data[exc.start]:02x} at offset {exc.start})"
-                )
-        if reason is not None:
             yield Reject(source, origin, line_no, reason, excerpt(data))
             bad.append(line_no)
             texts.append("")
