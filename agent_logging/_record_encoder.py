@@ -24,14 +24,13 @@ import orjson
 
 from agent_logging._entries import (
     _FIELD_KEYS,
-    _MAX_CACHED_CONTEXTS,
     _MAX_CACHED_MAPPINGS,
-    LABEL_NAMES,
     RecordLike,
     _map_record,
     _Pairs,
     _strip_newline,
     _unparsed_entry,
+    context_table,
     render_labels,
 )
 from agent_logging._render import TRUNCATE_TO_CHARS
@@ -157,12 +156,7 @@ def encode_records(
     Returns:
         The protobuf message bytes; compress them with snappy's block format for the wire.
     """
-    context = (node_id_label, *(default_labels.get(name) for name in LABEL_NAMES))
-    table = _keyed.get(context)
-    if table is None:
-        if len(_keyed) >= _MAX_CACHED_CONTEXTS:
-            _keyed.clear()
-        table = _keyed[context] = {}
+    table = context_table(_keyed, node_id_label, default_labels)
     # Per stream, in order of first appearance: its entries' pieces and their total size.
     streams: dict[_Pairs, tuple[list[bytes], list[int]]] = {}
     current: _Pairs | None = None
