@@ -18,9 +18,24 @@ import orjson
 
 from correlator.model import EVENT_COLUMNS, Event
 
-__all__ = ["FETCH_ROWS", "by_row_id", "fetch_events", "row_filter", "row_runs", "time_window"]
+__all__ = [
+    "FETCH_ROWS",
+    "INDEX_ROWS",
+    "by_row_id",
+    "fetch_events",
+    "row_filter",
+    "row_runs",
+    "time_window",
+]
 
 _ATTRS_AT: Final = EVENT_COLUMNS.index("attrs")
+#: At most this many matching rows are read through an index (DuckDB's index_scan_max_count,
+#: set on every connection of the store with index_scan_percentage = 0); more, and DuckDB
+#: scans the table.
+INDEX_ROWS: Final = 2048
+#: A list of identifiers is looked for by a scan when the table holds fewer than this many
+#: rows per identifier in the list (see :func:`one_of`).
+SCAN_ROWS_PER_VALUE: Final = 3000
 #: Up to this many rows are read through the identifier indexes (a timeline of an allocation:
 #: ~100 rows, ~0.1 ms each at 10^7 events); more are read by row id or by a scan.
 FETCH_ROWS: Final = 256
@@ -114,3 +129,24 @@ def time_window(from_ns: int | None, to_ns: int | None) -> tuple[str, list[Any]]
         condition += " AND ts_ns < ?"
         params.append(to_ns)
     return condition, params
+
+
+def one_of(column: str, values: Sequence[str], table_rows: int) -> tuple[str, list[Any]]:
+    """A condition that ``column`` is one of ``values``, and its parameters.
+
+    ``column IN (?, ?, ...)`` is answered through the column's index (while at most
+    :data:`INDEX_ROWS` rows match) at about 0.08 ms per value; ``column = ANY(?)``, the list
+    as one parameter, is never answered through the index but by a scan of the column, about
+    0.03 µs per row. The scan is the cheaper one when the table holds fewer than
+    :data:`SCAN_ROWS_PER_VALUE` rows per value looked for: a busy node's expansion on a
+    10^5-event store (hundreds of identifiers) reads 400 correlation ids in 7 ms instead of
+    28; at 10^7 events the same scan takes 290 ms, against 33 through the index.
+
+    Args:
+        column: an identifier column name (from a fixed tuple: it is formatted into SQL).
+        values: the values; not empty.
+        table_rows: how many rows the table holds (an estimate will do).
+    """
+    if len(values) * SCAN_ROWS_PER_VALUE >= table_rows:
+        return f"{column} = ANY(?::VARCHAR[])", [list(values)]
+    return f"{column} IN ({', '.join('?' * len(values))})", list(values)

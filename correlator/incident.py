@@ -17,6 +17,7 @@ from typing import Any, Final
 from agent_logging._ids import problem
 from agent_logging._render import rfc3339_ns
 from correlator import graph, timeline, verdict
+from correlator._parents import ParentQuery
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import IDENTIFIER_KEYS, Event
 from correlator.sources._time import format_rfc3339_ns
@@ -290,16 +291,13 @@ def _timeline(
         added, added_truncated = store.events_matching(others, from_ns=lo, to_ns=hi, limit=limit)
         events, truncated = _top(events, added, limit, truncated or added_truncated)
     seen = {e.hash for e in events}
-    for parent in expansion.parents:
-        extra, more = store.parent_events(
-            parent.key,
-            parent.value,
-            child_key=parent.child_key,
-            child_values=parent.child_values,
-            from_ns=max(window_from, lo) if lo is not None else window_from,
-            to_ns=min(window_to, hi) if hi is not None else window_to,
-            limit=limit,
-        )
+    parents = store.parent_events_many(
+        [ParentQuery(p.key, p.value, p.child_key, p.child_values) for p in expansion.parents],
+        from_ns=max(window_from, lo) if lo is not None else window_from,
+        to_ns=min(window_to, hi) if hi is not None else window_to,
+        limit=limit,
+    )
+    for extra, more in parents:
         truncated = truncated or more
         events.extend(e for e in extra if e.hash not in seen)
         seen.update(e.hash for e in extra)

@@ -25,7 +25,9 @@ Large answers (a busy node's 10,000 events) are read in two steps: which rows, i
 the identifier, time and hash columns alone; then every column of just those rows, by ranges
 or a list of row ids, or by a scan the zone maps narrow down (``_rows``). The expansion's
 link counts and the link cardinalities are counted in SQL (``_links``), the lookups batched,
-one IN list per identifier kind. Each inserted batch is sorted by node, then time, into row
+one list per identifier kind (an IN list through the index, or on a small store one list
+parameter and a scan: ``_rows.one_of``); the parents' events take a few queries for all of
+them (``_parents``). Each inserted batch is sorted by node, then time, into row
 groups of 16,384 rows (the file is attached with that size, see :class:`Store`), so a busy
 node's events of one batch sit side by side. The tables' columns, types and DDL are in
 ``_schema``.
@@ -47,7 +49,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from correlator import _links
-from correlator._rows import FETCH_ROWS, fetch_events, row_filter, time_window
+from correlator._parents import ParentQuery, parent_events_many
+from correlator._rows import (
+    FETCH_ROWS,
+    INDEX_ROWS,
+    fetch_events,
+    one_of,
+    row_filter,
+    time_window,
+)
 from correlator._schema import (
     COLUMN_LIST,
     DDL,
@@ -69,9 +79,6 @@ _INSERT_ORDER: Final = "ORDER BY node_id, ts_ns, hash"
 
 #: Identifier columns, the only names ever formatted into SQL (from this fixed tuple).
 _ID_COLUMNS: Final = (*IDENTIFIER_KEYS, "trace_id")
-#: At most this many matching rows are read through an index (DuckDB's index_scan_max_count,
-#: set on every connection with index_scan_percentage = 0); more, and it scans the table.
-_INDEX_ROWS: Final = 2048
 
 
 @dataclass
@@ -138,7 +145,7 @@ class Store:
         # An index lookup only for up to 2,048 rows (DuckDB's index_scan_max_count), not 0.1 %
         # of the table: fetching a busy node's 10,000 rows one by one through the index is
         # slower than scanning, and far slower than the one row group they fill once clustered.
-        self._db.execute(f"SET index_scan_max_count = {_INDEX_ROWS}")
+        self._db.execute(f"SET index_scan_max_count = {INDEX_ROWS}")
         self._db.execute("SET index_scan_percentage = 0")
         if not read_only:
             self._db.execute(DDL)
@@ -279,6 +286,12 @@ class Store:
         finally:
             cursor.close()
 
+    def _rows_hint(self) -> int:
+        """The events the store holds, as of the last cardinalities (every expansion asks for
+        them first), else counted: it only decides how lists of identifiers are looked for."""
+        known = self._cardinality
+        return known[0] if known is not None else self.count()
+
     def rejects(self, limit: int = 1000) -> list[dict[str, Any]]:
         """The most recent rejects, newest first."""
         rows = self.cursor().execute(
@@ -312,16 +325,16 @@ class Store:
         branches: list[str] = []
         params: list[Any] = []
         window, window_params = time_window(from_ns, to_ns)
+        table_rows = self._rows_hint()
         for key, values in ids.items():
             if key not in _ID_COLUMNS:
                 raise QueryError(f"unknown identifier key {key!r}; use one of {_ID_COLUMNS}")
             value_list = sorted(set(values))
             if not value_list:
                 continue
-            branches.append(
-                f"FROM events WHERE {key} IN ({', '.join('?' * len(value_list))}){window}"
-            )
-            params.extend(value_list)
+            condition, condition_params = one_of(key, value_list, table_rows)
+            branches.append(f"FROM events WHERE {condition}{window}")
+            params.extend(condition_params)
             params.extend(window_params)
         if not branches:
             return [], False
@@ -370,64 +383,32 @@ class Store:
             cursor.close()
         return events, truncated
 
-    def parent_events(
-        self,
-        key: str,
-        value: str,
-        *,
-        child_key: str,
-        child_values: Sequence[str],
-        from_ns: int,
-        to_ns: int,
-        limit: int,
-    ) -> tuple[list[Event], bool]:
-        """A shared identifier's own events inside a window, without its other children's.
+    def parent_events_many(
+        self, parents: Sequence[ParentQuery], *, from_ns: int, to_ns: int, limit: int
+    ) -> list[tuple[list[Event], bool]]:
+        """Shared identifiers' own events inside a window, without their other children's.
 
-        Returns events with ``key = value`` in ``[from_ns, to_ns)`` whose ``child_key`` is
-        unset or one of ``child_values``; ``truncated`` when more matched than ``limit``.
+        For each parent: events with ``key = value`` in ``[from_ns, to_ns)`` whose
+        ``child_key`` is unset or one of ``child_values``, oldest first, at most ``limit``
+        (``_parents``: a few queries for all of them, not two per parent).
+
+        Returns:
+            ``(events, truncated)`` per parent, in the order given; truncated when more
+            matched than ``limit``.
+
+        Raises:
+            QueryError: an unknown identifier key.
         """
-        if key not in _ID_COLUMNS or child_key not in _ID_COLUMNS:
-            raise QueryError(f"unknown identifier key {key!r} or {child_key!r}")
-        allowed = sorted(set(child_values))
-        child = f"{child_key} IS NULL"
-        if allowed:
-            child += f" OR {child_key} IN ({', '.join('?' * len(allowed))})"
-        # DuckDB uses an index only when its column holds the scan's one filter, and only for
-        # up to index_scan_max_count (2,048) rows: a parent with few events (an allocation, a
-        # node instance) is read through the index and filtered here (~7 ms at 10^7 events,
-        # against ~20-40 ms scanning the row groups of the window); a busy node by the window.
-        if self._count_of(key, value) <= _INDEX_ROWS:
-            sql = f"SELECT {COLUMN_LIST} FROM events WHERE {key} = ?"  # noqa: S608 - fixed names, bound values
-            allowed_set = set(allowed)
-            rows = sorted(
-                (
-                    e
-                    for e in self._rows_as_events(sql, [value])
-                    if from_ns <= e.ts_ns < to_ns
-                    and (getattr(e, child_key) is None or getattr(e, child_key) in allowed_set)
-                ),
-                key=lambda e: (e.ts_ns, e.hash),
-            )[: limit + 1]
-        else:
-            sql = (
-                f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
-                f"WHERE {key} = ? AND ts_ns >= ? AND ts_ns < ? AND ({child}) "
-                "ORDER BY ts_ns, hash LIMIT ?"
-            )
-            rows = list(self._rows_as_events(sql, [value, from_ns, to_ns, *allowed, limit + 1]))
-        return rows[:limit], len(rows) > limit
-
-    def _count_of(self, key: str, value: str) -> int:
-        """How many events carry ``key = value`` (from the index when there are few)."""
+        for parent in parents:
+            if parent.key not in _ID_COLUMNS or parent.child_key not in _ID_COLUMNS:
+                raise QueryError(f"unknown identifier key {parent.key!r} or {parent.child_key!r}")
+        if not parents:
+            return []
         cursor = self.cursor()
         try:
-            row = cursor.execute(
-                f"SELECT count(*) FROM events WHERE {key} = ?",  # noqa: S608 - fixed names
-                [value],
-            ).fetchone()
+            return parent_events_many(cursor, parents, from_ns, to_ns, limit, self._rows_hint())
         finally:
             cursor.close()
-        return int(row[0]) if row else 0
 
     def nginx_events(
         self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
@@ -552,7 +533,7 @@ class Store:
         """
         cursor = self.cursor()
         try:
-            return _links.link_counts_many(cursor, pairs, from_ns, to_ns)
+            return _links.link_counts_many(cursor, pairs, from_ns, to_ns, self._rows_hint())
         finally:
             cursor.close()
 

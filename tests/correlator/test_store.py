@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from correlator._rows import row_runs
+from correlator._parents import ParentQuery
+from correlator._rows import one_of, row_runs
 from correlator.errors import QueryError
 from correlator.model import Event
 from correlator.store import Store
@@ -34,6 +35,15 @@ def _messages(events: list[Event]) -> list[tuple[int, str]]:
 def filled(store: Store) -> Store:
     store.insert_events(EVENTS)
     return store
+
+
+@pytest.fixture(params=["index", "scan"])
+def lookup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How lists of identifiers are looked for: IN lists through the indexes (a large store),
+    or one list parameter and a scan (a small one, like every store of these tests)."""
+    rows_per_value = 0 if request.param == "index" else 10**9
+    monkeypatch.setattr("correlator._rows.SCAN_ROWS_PER_VALUE", rows_per_value)
+    return str(request.param)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +80,7 @@ def filled(store: Store) -> Store:
         ({}, (None, None), []),
     ],
 )  # fmt: skip
+@pytest.mark.usefixtures("lookup")
 def test_events_matching_returns_each_event_once_in_order(
     filled: Store,
     ids: dict[str, list[str]],
@@ -184,6 +195,7 @@ def test_clustering_keeps_every_event_and_the_indexes(filled: Store) -> None:
     assert first == [("n-17",), ("n-17",)]
 
 
+@pytest.mark.usefixtures("lookup")
 def test_link_counts_of_many_identifiers_match_one_by_one(filled: Store) -> None:
     pairs = [("allocation_id", "a-9"), ("node_id", "n-17"), ("workflow_id", "wf-none")]
     assert filled.link_counts_many(pairs, from_ns=T0 + 2_000_000_000) == {
@@ -242,6 +254,65 @@ def test_a_busy_identifier_is_read_in_order_and_truncated(
     # A window cutting into all three runs: events 500 .. 2,199.
     window = {"from_ns": T0 + 50 * 1_000_000_000, "to_ns": T0 + 220 * 1_000_000_000}
     assert store.link_counts("node_id", "n-busy", **window) == {"node_instance_id": {"ni-1": 1_700}}
+
+
+def test_a_list_of_identifiers_is_looked_for_by_scan_only_in_a_small_table() -> None:
+    assert one_of("allocation_id", ["a-1", "a-2"], table_rows=6_000) == (
+        "allocation_id = ANY(?::VARCHAR[])",
+        [["a-1", "a-2"]],
+    )
+    assert one_of("allocation_id", ["a-1", "a-2"], table_rows=6_001) == (
+        "allocation_id IN (?, ?)",
+        ["a-1", "a-2"],
+    )
+
+
+# Node n-17 ran wf-1 (event 3) and, later, wf-3 (event 7); allocation a-9 has events with and
+# without a workflow. A parent's events: its own, in the window, whose child is the
+# incident's or unset.
+PARENT_EVENTS = [
+    *EVENTS,
+    ev(7, "node", "task claimed", workflow_id="wf-3", node_id="n-17"),
+    ev(8, "node", "reboot", node_id="n-17"),
+]
+PARENTS = [
+    ParentQuery("node_id", "n-17", "workflow_id", ("wf-1",)),
+    ParentQuery("allocation_id", "a-9", "workflow_id", ()),
+    ParentQuery("allocation_id", "a-10", "workflow_id", ("wf-2",)),
+    ParentQuery("node_id", "n-none", "workflow_id", ()),
+]
+
+
+@pytest.mark.usefixtures("lookup")
+@pytest.mark.parametrize("index_rows", [2048, 2], ids=["few-events", "busy-and-batched"])
+def test_parents_events_are_their_own_in_the_window(
+    store: Store, monkeypatch: pytest.MonkeyPatch, index_rows: int
+) -> None:
+    # With at most 2 rows through the index, n-17 (4 events) is read by its window, and
+    # a-9 and a-10 (2 each) in two batches.
+    monkeypatch.setattr("correlator._parents.INDEX_ROWS", index_rows)
+    store.insert_events(PARENT_EVENTS)
+    answers = store.parent_events_many(
+        PARENTS, from_ns=T0 + 1 * 1_000_000_000, to_ns=T0 + 8 * 1_000_000_000, limit=10
+    )
+    assert [(_messages(events), truncated) for events, truncated in answers] == [
+        ([(3, "task claimed"), (4, "heartbeat")], False),
+        ([(1, "request")], False),
+        ([(5, "request"), (6, "requested → provisioning")], False),
+        ([], False),
+    ]
+    cut = store.parent_events_many(PARENTS[:1], from_ns=T0, to_ns=T0 + 9 * 10**9, limit=1)
+    assert [(_messages(events), truncated) for events, truncated in cut] == [
+        ([(3, "task claimed")], True)
+    ]
+    assert store.parent_events_many([], from_ns=T0, to_ns=T0 + 1, limit=1) == []
+
+
+def test_parents_of_an_unknown_kind_are_refused(filled: Store) -> None:
+    with pytest.raises(QueryError, match="unknown identifier key 'tenant' or 'workflow_id'"):
+        filled.parent_events_many(
+            [ParentQuery("tenant", "t-1", "workflow_id", ())], from_ns=T0, to_ns=T0 + 1, limit=1
+        )
 
 
 def test_row_ids_are_read_as_runs_of_consecutive_ids() -> None:
