@@ -46,7 +46,6 @@ from typing import Any, Final
 import duckdb
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from correlator import _links
 from correlator._parents import ParentQuery, parent_events_many
@@ -228,6 +227,9 @@ class Store:
         staged = table.num_rows
         if staged == 0:
             return IngestResult()
+        # Imported here: 60 ms of every CLI query's start-up, and only an insert needs it.
+        import pyarrow.compute as pc
+
         # A batch rarely repeats a line: only then is the window that keeps one copy needed
         # (it costs a quarter of the insert; the anti-join against what is stored is cheap).
         # Rows go in ordered by node, then time: with the small row groups of Store.__init__
