@@ -82,11 +82,47 @@ def test_rfc3339_rejects(text: str, message: str) -> None:
 
 
 def test_rfc3339_fast_path_refuses_non_ascii_digits() -> None:
-    parse_rfc3339_ns("2026-11-22T13:11:19.000000000Z")  # prime the whole-second cache
+    parse_rfc3339_ns("2026-11-22T13:11:19.000000000Z")  # prime the minute's cache
     with pytest.raises(ValueError, match="is not an RFC 3339 timestamp"):
         parse_rfc3339_ns(
             "2026-11-22T13:11:19.\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669Z"
         )
+    with pytest.raises(ValueError, match="is not an RFC 3339 timestamp"):
+        parse_rfc3339_ns("2026-11-22T13:11:\u0661\u0669.000000000Z")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-22T13:11:00.000000001Z", (T0 - 19) * NS + 1),
+        ("2026-11-22T13:11:59.999999999Z", (T0 + 40) * NS + 999_999_999),
+        ("2026-11-22T13:11:60.000000000Z", (T0 + 41) * NS),  # a leap second
+        ("2026-11-22T13:11:61.000000000Z", "is not a valid time of day: 13:11:61"),
+        ("2026-11-22T13:11:99.000000000Z", "is not a valid time of day: 13:11:99"),
+        ("2026-11-22T13:11:1x.000000000Z", "is not an RFC 3339 timestamp"),
+        ("2026-11-22T13:11:19.00000000xZ", "is not an RFC 3339 timestamp"),
+    ],
+)
+def test_rfc3339_within_a_minute_seen_before(text: str, expected: int | str) -> None:
+    # Canonical timestamps of a minute parsed once are read from that minute's start: every
+    # second and fraction is checked as the full parse checks it.
+    parse_rfc3339_ns("2026-11-22T13:11:19.000000000Z")
+    if isinstance(expected, int):
+        assert parse_rfc3339_ns(text) == expected
+    else:
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            parse_rfc3339_ns(text)
+
+
+@given(
+    st.integers(min_value=0, max_value=253_402_300_799 * NS),
+    st.integers(min_value=0, max_value=60 * NS - 1),
+)
+def test_rfc3339_agrees_within_a_minute(minute_ns: int, offset_ns: int) -> None:
+    start = minute_ns - minute_ns % (60 * NS)
+    parse_rfc3339_ns(format_rfc3339_ns(start))  # the minute is now known
+    later = min(start + offset_ns, 253_402_300_799 * NS)
+    assert parse_rfc3339_ns(format_rfc3339_ns(later)) == later
 
 
 @given(st.integers(min_value=-(10**18), max_value=253_402_300_799 * NS))
