@@ -58,20 +58,11 @@ _LAYER_LIST: Final = ", ".join(LAYERS)
 # Keys of ``error`` that have columns of their own, or are too long for attrs.
 _ERROR_TAKEN: Final = frozenset({"type", "owner_layer", "stack"})
 
-# Access-record and lifecycle keys: present on few lines, looked up only when one is.
-_OPTIONAL_KEYS: Final = frozenset(
-    {
-        "method",
-        "path",
-        "status",
-        "duration_s",
-        "entity_kind",
-        "entity_id",
-        "state_from",
-        "from_state",
-        "state_to",
-        "to_state",
-    }
+# Access-record keys and lifecycle keys: each kind present on few lines (an access record
+# has no lifecycle keys, a transition no access keys), looked up only when one of it is.
+_HTTP_KEYS: Final = frozenset({"method", "path", "status", "duration_s"})
+_ENTITY_KEYS: Final = frozenset(
+    {"entity_kind", "entity_id", "state_from", "from_state", "state_to", "to_state"}
 )
 
 # How JSON names what orjson parsed, for reasons.
@@ -239,10 +230,11 @@ def record_row_positional(
             record["error"] = error
 
     # The access-record fields and lifecycle keys are rare outside their own records, so a
-    # single set test skips all ten lookups for the common line.
+    # set test per kind skips its lookups for the common line.
     http_method = http_path = http_status = duration_s = None
     entity_kind = entity_id = state_from = state_to = None
-    if not record.keys().isdisjoint(_OPTIONAL_KEYS):
+    keys = record.keys()
+    if not keys.isdisjoint(_HTTP_KEYS):
         http_method = _text(record, "method")
         http_path = _text(record, "path")
         status = pop("status", None)
@@ -255,12 +247,13 @@ def record_row_positional(
             duration_s = float(duration)
         elif duration is not None:
             record["duration_s"] = duration
+    if not keys.isdisjoint(_ENTITY_KEYS):
         entity_kind = _text(record, "entity_kind")
         entity_id = _text(record, "entity_id", numbers=True)
         state_from = _text(record, "state_from") or _text(record, "from_state")
         state_to = _text(record, "state_to") or _text(record, "to_state")
 
-    if not record.keys().isdisjoint(BULKY_KEYS):
+    if not keys.isdisjoint(BULKY_KEYS):
         for key in BULKY_KEYS:
             record.pop(key, None)
     if rejected:
