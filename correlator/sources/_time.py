@@ -3,9 +3,10 @@
 
 Every adapter calls one of these once per record, so the common shapes have fast paths:
 :func:`parse_rfc3339_ns` answers the canonical ``2026-11-22T13:11:19.123456789Z`` (what
-``agent_logging`` writes) from a cache of the whole-second prefix, and the nginx parsers cache
+``agent_logging`` writes) from a cache of the minute's prefix, and the nginx parsers cache
 whole strings, since a busy log repeats the same second many times. The caches are bounded and
-only ever hold prefixes that the full parser has validated.
+only ever hold prefixes that the full parser has validated. Every parser refuses instants the
+store's 64-bit nanoseconds cannot hold (years before 1677 or after 2262).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from datetime import date
 from typing import Final, TypeVar
 
 __all__ = [
+    "MAX_NS",
+    "MIN_NS",
     "format_rfc3339_ns",
     "parse_epoch_seconds_ns",
     "parse_nginx_error_ns",
@@ -30,6 +33,11 @@ _NS: Final = 1_000_000_000
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 #: Entries per cache before it is emptied; a log spanning a day has 86,400 distinct seconds.
 _CACHE_LIMIT: Final = 65_536
+#: The instants the store's BIGINT nanoseconds can hold: 1677-09-21T00:12:43.145224192Z to
+#: 2262-04-11T23:47:16.854775807Z. Anything outside is refused here, as a bad timestamp, so
+#: that it becomes a rejected line rather than an insert that fails for the whole batch.
+MIN_NS: Final = -(2**63)
+MAX_NS: Final = 2**63 - 1
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*([Zz]|[+-]\d\d(?::?\d\d)?)?",
@@ -144,6 +152,16 @@ def _offset_s(text: str, offset: str) -> int:
     return sign * (hours * 3600 + minutes * 60)
 
 
+def _in_range(ts_ns: int, text: str) -> int:
+    """``ts_ns``, or ValueError when the store cannot hold it (see :data:`MIN_NS`)."""
+    if MIN_NS <= ts_ns <= MAX_NS:
+        return ts_ns
+    raise ValueError(
+        f"{text[:80]!r} is outside the years 1677 to 2262 that nanoseconds since 1970 can "
+        "hold in 64 bits"
+    )
+
+
 def _remember(cache: dict[K, V], key: K, value: V) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
@@ -164,7 +182,7 @@ def parse_rfc3339_ns(text: str) -> int:
 
     Raises:
         ValueError: the text is not such a timestamp, has no UTC offset, or names an
-            impossible date, time or offset.
+            impossible date, time or offset, or an instant outside 1677-2262.
     """
     # Fast path: the canonical form whose minute was parsed before; the rest is checked here
     # as the full parse would (two digits of second up to 60, nine of fraction).
@@ -183,9 +201,13 @@ def parse_rfc3339_ns(text: str) -> int:
     if offset is None:
         raise ValueError(f"{text[:80]!r} has no UTC offset (expected Z or ±HH:MM)")
     seconds = _seconds(text, year, month, day, hh, mm, ss) - _offset_s(text, offset)
-    if offset in ("Z", "z") and text[10] == "T" and text[16] == ":":
-        _remember(_rfc3339_minutes, text[:16], (seconds - int(ss)) * _NS)
-    return seconds * _NS + _fraction_ns(fraction)
+    ts_ns = _in_range(seconds * _NS + _fraction_ns(fraction), text)
+    minute_ns = (seconds - int(ss)) * _NS
+    # Only minutes every instant of which is in range (second 60 included) are remembered:
+    # the fast path checks nothing else.
+    if offset in ("Z", "z") and text[10] == "T" and MIN_NS <= minute_ns <= MAX_NS - 61 * _NS:
+        _remember(_rfc3339_minutes, text[:16], minute_ns)
+    return ts_ns
 
 
 def format_rfc3339_ns(ts_ns: int) -> str:
@@ -227,7 +249,8 @@ def parse_nginx_local_ns(text: str) -> int:
         Nanoseconds since the UNIX epoch, UTC.
 
     Raises:
-        ValueError: the text is not in that form or names an impossible date or time.
+        ValueError: the text is not in that form or names an impossible date or time, or
+            an instant outside 1677-2262.
     """
     cached = _nginx_local.get(text)
     if cached is not None:
@@ -242,8 +265,9 @@ def parse_nginx_local_ns(text: str) -> int:
     if month is None:
         raise ValueError(f"{text!r} has an unknown month {month_name!r}")
     seconds = _seconds(text, year, str(month), day, hh, mm, ss) - _offset_s(text, offset)
-    _remember(_nginx_local, text, seconds * _NS)
-    return seconds * _NS
+    ts_ns = _in_range(seconds * _NS, text)
+    _remember(_nginx_local, text, ts_ns)
+    return ts_ns
 
 
 def parse_nginx_error_ns(text: str, tz_offset_s: float = 0.0) -> int:
@@ -260,14 +284,15 @@ def parse_nginx_error_ns(text: str, tz_offset_s: float = 0.0) -> int:
         Nanoseconds since the UNIX epoch, UTC.
 
     Raises:
-        ValueError: the text is not in that form or names an impossible date or time.
+        ValueError: the text is not in that form or names an impossible date or time, or
+            an instant outside 1677-2262.
     """
     match = _NGINX_ERROR.fullmatch(text)
     if match is None:
         raise ValueError(
             f"{text[:80]!r} is not an nginx error-log time (expected e.g. 2026/11/22 13:11:19)"
         )
-    return _seconds(text, *match.groups()) * _NS - round(tz_offset_s * _NS)
+    return _in_range(_seconds(text, *match.groups()) * _NS - round(tz_offset_s * _NS), text)
 
 
 def parse_postgres_ns(text: str) -> int:
@@ -284,7 +309,8 @@ def parse_postgres_ns(text: str) -> int:
         Nanoseconds since the UNIX epoch, UTC.
 
     Raises:
-        ValueError: the text is not in that form, or its zone is unknown or ambiguous.
+        ValueError: the text is not in that form, or its zone is unknown or ambiguous, or
+            it names an instant outside 1677-2262.
     """
     match = _POSTGRES.fullmatch(text)
     if match is None:
@@ -309,7 +335,7 @@ def parse_postgres_ns(text: str) -> int:
             )
         offset_s = known
     seconds = _seconds(text, year, month, day, hh, mm, ss) - offset_s
-    return seconds * _NS + _fraction_ns(fraction)
+    return _in_range(seconds * _NS + _fraction_ns(fraction), text)
 
 
 def parse_epoch_seconds_ns(text: str) -> int:
@@ -322,7 +348,8 @@ def parse_epoch_seconds_ns(text: str) -> int:
         Nanoseconds since the UNIX epoch.
 
     Raises:
-        ValueError: the text is not a non-negative decimal number of seconds.
+        ValueError: the text is not a non-negative decimal number of seconds, or too large
+            (after 2262).
     """
     match = _EPOCH.fullmatch(text)
     if match is None:
@@ -330,4 +357,4 @@ def parse_epoch_seconds_ns(text: str) -> int:
             f"{text[:80]!r} is not seconds since the epoch (expected e.g. 1795353079.123)"
         )
     whole, fraction = match.groups()
-    return int(whole) * _NS + _fraction_ns(fraction)
+    return _in_range(int(whole) * _NS + _fraction_ns(fraction), text)

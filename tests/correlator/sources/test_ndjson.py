@@ -205,6 +205,12 @@ UTF8_BAD = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"caf\xff"}'
             "line 2 has a field 'layer' outside the known layers: '[\"api\"]' (expected one of "
             "node, ingress, api, workflow, db, provider, projection)",
         ),
+        (
+            b'{"ts":"2300-01-01T00:00:00Z","layer":"api"}',
+            "line 2 has a field 'ts' that is not an RFC 3339 timestamp: "
+            "'2300-01-01T00:00:00Z' is outside the years 1677 to 2262 that nanoseconds since "
+            "1970 can hold in 64 bits",
+        ),
         (UTF8_BAD, "line 2 is not valid UTF-8 (byte 0xff at offset 55)"),
         (b"{" + b" " * MAX_LINE_BYTES, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
     ],

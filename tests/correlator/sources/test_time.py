@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -9,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from correlator.sources._time import (
+    MAX_NS,
+    MIN_NS,
     format_rfc3339_ns,
     parse_epoch_seconds_ns,
     parse_nginx_error_ns,
@@ -115,17 +118,47 @@ def test_rfc3339_within_a_minute_seen_before(text: str, expected: int | str) -> 
 
 
 @given(
-    st.integers(min_value=0, max_value=253_402_300_799 * NS),
+    st.integers(min_value=MIN_NS + 60 * NS, max_value=MAX_NS),
     st.integers(min_value=0, max_value=60 * NS - 1),
 )
 def test_rfc3339_agrees_within_a_minute(minute_ns: int, offset_ns: int) -> None:
     start = minute_ns - minute_ns % (60 * NS)
-    parse_rfc3339_ns(format_rfc3339_ns(start))  # the minute is now known
-    later = min(start + offset_ns, 253_402_300_799 * NS)
+    parse_rfc3339_ns(format_rfc3339_ns(start))  # the minute is now known, if all in range
+    later = min(start + offset_ns, MAX_NS)
     assert parse_rfc3339_ns(format_rfc3339_ns(later)) == later
 
 
-@given(st.integers(min_value=-(10**18), max_value=253_402_300_799 * NS))
+_OUT_OF_RANGE = "is outside the years 1677 to 2262 that nanoseconds since 1970 can hold in 64 bits"
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_rfc3339_ns, "2262-04-11T23:47:16.854775808Z"),
+        (parse_rfc3339_ns, "2300-01-01T00:00:00Z"),
+        (parse_rfc3339_ns, "1677-09-21T00:12:43.145224191Z"),
+        (parse_rfc3339_ns, "0001-01-01T00:00:00Z"),
+        (parse_nginx_local_ns, "01/Jan/2300:00:00:00 +0000"),
+        (parse_postgres_ns, "9999-11-22 13:11:19.123 UTC"),
+        (parse_epoch_seconds_ns, "10000000000"),
+    ],
+)
+def test_instants_the_store_cannot_hold_are_refused(parse: Callable[[str], int], text: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(repr(text))} {_OUT_OF_RANGE}$"):
+        parse(text)
+
+
+def test_the_last_instants_in_range_are_read() -> None:
+    assert parse_rfc3339_ns("2262-04-11T23:47:16.854775807Z") == MAX_NS
+    assert parse_rfc3339_ns("1677-09-21T00:12:43.145224192Z") == MIN_NS
+    # The minute of the last instant is not cached (its later seconds are out of range).
+    with pytest.raises(ValueError, match=_OUT_OF_RANGE):
+        parse_rfc3339_ns("2262-04-11T23:47:17.000000000Z")
+    with pytest.raises(ValueError, match=_OUT_OF_RANGE):
+        parse_nginx_error_ns("2300/01/01 00:00:00")
+
+
+@given(st.integers(min_value=MIN_NS, max_value=MAX_NS))
 def test_format_then_parse_round_trips(ts_ns: int) -> None:
     text = format_rfc3339_ns(ts_ns)
     assert len(text) == 30
@@ -134,8 +167,8 @@ def test_format_then_parse_round_trips(ts_ns: int) -> None:
 
 @given(
     st.datetimes(
-        min_value=datetime(1900, 1, 2),  # noqa: DTZ001 - hypothesis adds the zone below
-        max_value=datetime(9998, 12, 30),  # noqa: DTZ001
+        min_value=datetime(1677, 9, 23),  # noqa: DTZ001 - hypothesis adds the zone below
+        max_value=datetime(2262, 4, 10),  # noqa: DTZ001
         timezones=st.builds(
             timezone,
             st.integers(min_value=-23 * 60 + 1, max_value=23 * 60 - 1).map(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
-from correlator.sources.workflow import parse, read_audit_table
+from correlator.sources.workflow import _row_event, parse, read_audit_table
 from tests.servers import free_port
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "workflow"
@@ -306,6 +307,19 @@ def row_count(dsn: str, table: str) -> int:
     with connect(dsn) as conn:
         row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
     return int(row[0]) if row else -1
+
+
+@pytest.mark.parametrize("year", [1600, 2300])
+def test_an_audit_row_the_store_cannot_date_is_rejected(year: int) -> None:
+    # timestamptz spans years 4713 BC to 294276 AD; the store's nanoseconds 1677 to 2262.
+    fields = {"ts": datetime(year, 1, 1, tzinfo=UTC), "entity_id": "a-9", "to_state": "requested"}
+    reject = _row_event(fields, "postgresql:audit", 7)
+    assert isinstance(reject, Reject)
+    assert (reject.line_no, reject.reason) == (
+        7,
+        "row 7 has a field 'ts' outside the years 1677 to 2262 that nanoseconds since 1970 "
+        "can hold in 64 bits",
+    )
 
 
 @pytest.mark.integration
