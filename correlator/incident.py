@@ -305,7 +305,7 @@ def _timeline(
         events.sort(key=_order)  # the store's order: time, then hash
         events, truncated = events[:limit], True
     built = timeline.build(events, truncated=truncated)
-    decided = verdict.decide(built.events)
+    decided = verdict.decide(built.events, truncated=built.truncated)
     corrected = dict(zip((e.hash for e in built.events), built.corrected_ns, strict=True))
     ids = {k: sorted(v) for k, v in expansion.ids.items()}
     for parent in expansion.parents:

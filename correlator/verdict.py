@@ -10,10 +10,16 @@ explains. A wrapper never wins over the earlier, more specific failure it wraps;
 no specific failure at all, the earliest failure is reported with owner ``unknown`` and low
 confidence. No failure at all gives owner ``none``.
 
+A timeline cut at its limit holds the *earliest* events, so a specific failure found in it is
+still the first one; but "no failure" or "no failure names its owner" may only mean the
+evidence that would say otherwise lies past the cut. Then the verdict says so: owner
+``unknown`` with confidence 0 instead of ``none``, and a lower confidence for ``unknown``.
+
 Confidence (0..1) is a plain score, documented so an operator can weigh it: 0.6 for a specific
 first failure, +0.15 when its own layer agrees with its owner (the ingress reporting a cert
 error), +0.15 when it explains later symptoms, +0.05 when no other specific owner appears
-before the first symptom; 0.2 for ``unknown``; 1.0 for ``none``.
+before the first symptom; 0.2 for ``unknown`` (0.1 when the timeline was cut); 1.0 for
+``none``.
 """
 
 from __future__ import annotations
@@ -75,20 +81,34 @@ class Verdict:
         }
 
 
-def decide(events: Sequence[Event]) -> Verdict:
-    """The verdict over events in timeline order (corrected time, oldest first)."""
+def decide(events: Sequence[Event], *, truncated: bool = False) -> Verdict:
+    """The verdict over events in timeline order (corrected time, oldest first).
+
+    Args:
+        events: the timeline's events.
+        truncated: the events are the earliest of more (the timeline hit its limit).
+    """
     failures = [e for e in events if is_failure(e)]
+    cut = (
+        f"; the timeline was cut at {len(events):,} events and later evidence was not read "
+        "(narrow the window with from/to, or raise the limit)"
+        if truncated
+        else ""
+    )
     if not failures:
+        if truncated:
+            return Verdict("unknown", 0.0, None, [], "no failure in the events read" + cut)
         return Verdict("none", 1.0, None, [], "no failure in the evidence")
     specific = next((e for e in failures if _specific(e)), None)
     if specific is None:
         first = failures[0]
         return Verdict(
             "unknown",
-            0.2,
+            0.1 if truncated else 0.2,
             first,
             failures[1:],
-            f"{len(failures)} failures, none names its owner; the first: {first.message[:120]}",
+            f"{len(failures)} failures, none names its owner; the first: {first.message[:120]}"
+            + cut,
         )
     explains = [e for e in failures if e is not specific and e.ts_ns >= specific.ts_ns]
     owner = str(specific.owner_hint)
@@ -102,4 +122,4 @@ def decide(events: Sequence[Event]) -> Verdict:
         confidence += 0.05
     symptoms = f"; explains {len(explains)} later failures" if explains else ""
     reason = f"first specific failure at the {specific.layer} layer: {specific.message[:160]}"
-    return Verdict(owner, min(confidence, 0.95), specific, explains, reason + symptoms)
+    return Verdict(owner, min(confidence, 0.95), specific, explains, reason + symptoms + cut)

@@ -265,6 +265,23 @@ def test_a_parent_overflowing_the_limit_is_cut_in_the_stores_order(tmp_path: Pat
     assert [e["message"] for e in data["events"]] == ["a-1 requested", parents.message]
 
 
+def test_a_failure_past_the_limit_is_not_reported_as_none(tmp_path: Path) -> None:
+    # A busy node: heartbeats, then its failure. Cut before the failure, the answer must not
+    # say there is none.
+    events = [ev(i, "node", f"heartbeat {i}", node_id="n-1") for i in range(10)]
+    events.append(ev(10, "node", "disk gone", node_id="n-1", level="error", owner_hint="node"))
+    with Store(tmp_path / "busy.duckdb") as store:
+        store.insert_events(events)
+        cut = incident.timeline_for(store, "node_id", "n-1", limit=5)
+        whole = incident.timeline_for(store, "node_id", "n-1")
+    assert cut["truncated"] is True
+    assert (cut["verdict"]["owner_layer"], cut["verdict"]["confidence"]) == ("unknown", 0.0)
+    assert cut["verdict"]["reason"].startswith(
+        "no failure in the events read; the timeline was cut"
+    )
+    assert (whole["verdict"]["owner_layer"], whole["truncated"]) == ("node", False)
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()

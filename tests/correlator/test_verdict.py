@@ -26,6 +26,43 @@ def test_no_failure_at_all_gives_none() -> None:
     assert verdict.explains == []
 
 
+_CUT = (
+    "; the timeline was cut at {} events and later evidence was not read (narrow the window "
+    "with from/to, or raise the limit)"
+)
+
+
+def test_a_cut_timeline_without_failure_does_not_claim_there_is_none() -> None:
+    verdict = decide(HEALTHY, truncated=True)
+    assert (verdict.owner_layer, verdict.confidence, verdict.first_failure) == (
+        "unknown",
+        0.0,
+        None,
+    )
+    assert verdict.reason == "no failure in the events read" + _CUT.format(4)
+
+
+def test_a_cut_timeline_says_a_specific_failure_may_lie_past_the_cut() -> None:
+    wrapper = ev(3, "api", "provisioning failed", level="error")
+    verdict = decide([*HEALTHY, wrapper], truncated=True)
+    assert (verdict.owner_layer, verdict.confidence) == ("unknown", 0.1)
+    assert verdict.reason == (
+        "1 failures, none names its owner; the first: provisioning failed" + _CUT.format(5)
+    )
+
+
+def test_a_specific_failure_in_a_cut_timeline_is_still_the_first() -> None:
+    specific = ev(3, "db", "deadlock detected", level="error", owner_hint="db")
+    whole = decide([*HEALTHY, specific])
+    cut = decide([*HEALTHY, specific], truncated=True)
+    assert (cut.owner_layer, cut.confidence, cut.first_failure) == (
+        whole.owner_layer,
+        whole.confidence,
+        specific,
+    )
+    assert cut.reason == whole.reason + _CUT.format(5)
+
+
 @pytest.mark.parametrize(
     ("specific", "owner", "confidence"),
     [
