@@ -143,7 +143,7 @@ def create_app(
         request: Request,
         from_: Annotated[str | None, Query(alias="from")] = None,
         to: str | None = None,
-        limit: Annotated[int, Query(ge=1, le=100_000)] = incident.DEFAULT_LIMIT,
+        limit: Annotated[int, Query(ge=1, le=queries.MAX_LIMIT)] = incident.DEFAULT_LIMIT,
     ) -> dict[str, Any]:
         """The incident timeline for one identifier (``?allocation_id=a-9``)."""
         key, value = seed_of(request)

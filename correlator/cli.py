@@ -12,28 +12,35 @@
     correlator [--db PATH] serve [--host 127.0.0.1] [--port 8080]
     correlator demo [--no-serve]
 
-Exit status: 0 success, 1 nothing found / a source failed, 2 bad arguments or input.
+Exit status: 0 success, 1 nothing found / a source failed, 2 bad arguments or input
+(a missing database for a command that only reads it, an unwritable ``--html`` file, a
+malformed ``CORRELATOR_*`` setting included).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from correlator import _environ
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
+from correlator.queries import MAX_LIMIT
 from correlator.store import IngestResult, Store
 
 __all__ = ["main"]
 
 DEFAULT_DB = "correlator.duckdb"
+_READ_COMMANDS = frozenset({"timeline", "graph", "findings", "latency"})
+
+_Number = TypeVar("_Number", int, float)
 
 
 def _print_json(data: Any) -> None:
@@ -166,7 +173,11 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
     if args.json:
         _print_json(data)
     elif args.html:
-        Path(args.html).write_text(render.html_page(data), "utf-8")
+        page = render.html_page(data)
+        try:
+            Path(args.html).write_text(page, "utf-8")
+        except OSError as exc:
+            raise QueryError(f"cannot write {args.html}: {exc.strerror or exc}") from exc
         print(f"wrote {args.html}", file=sys.stderr)
     else:
         render.print_timeline(data)
@@ -212,14 +223,17 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     import agent_logging
     from correlator.api import DEFAULT_MAX_BODY_BYTES, create_app
 
+    # Settings first: a malformed one is reported before logging is configured or a thread
+    # started.
+    max_body_bytes = _env_number(_environ.MAX_BODY_BYTES, int, DEFAULT_MAX_BODY_BYTES, least=1)
+    interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
     agent_logging.configure(service="correlator", layer="api")
     app = create_app(
         store,
         token=os.environ.get(_environ.TOKEN) or None,
         read_token=os.environ.get(_environ.READ_TOKEN) or None,
-        max_body_bytes=int(os.environ.get(_environ.MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES)),
+        max_body_bytes=max_body_bytes,
     )
-    interval_s = float(os.environ.get(_environ.FINDINGS_INTERVAL_S, "300"))
     if interval_s > 0:
         _start_findings_logger(store, interval_s)
     print(
@@ -228,6 +242,36 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0
+
+
+def _env_number(name: str, kind: type[_Number], default: _Number, *, least: _Number) -> _Number:
+    """The number in environment variable ``name``, or ``default`` when it is unset or empty.
+
+    Args:
+        name: the variable, one of ``correlator._environ``.
+        kind: ``int`` or ``float``.
+        default: the value when the variable is unset or empty.
+        least: the smallest value accepted.
+
+    Returns:
+        The value.
+
+    Raises:
+        QueryError: the variable is set to something that is not a ``kind`` of at least
+            ``least``; the message names the variable and its value.
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    # float() also reads "nan" and "inf": neither is a size or an interval.
+    if value is None or not math.isfinite(value) or value < least:
+        noun = "a whole number" if kind is int else "a number"
+        raise QueryError(f"{name} must be {noun} of at least {least:g}, not {text!r}")
+    return value
 
 
 def _start_findings_logger(store: Store, interval_s: float) -> None:
@@ -245,6 +289,28 @@ def _start_findings_logger(store: Store, interval_s: float) -> None:
             time.sleep(interval_s)
 
     threading.Thread(target=loop, name="correlator-findings", daemon=True).start()
+
+
+def _limit(text: str) -> int:
+    """``--limit``: an integer from 1 to ``MAX_LIMIT``.
+
+    Args:
+        text: the argument as given.
+
+    Returns:
+        The limit.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not such an integer (argparse reports it and
+            exits with status 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LIMIT}, not {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -291,7 +357,12 @@ def _parser() -> argparse.ArgumentParser:
     output.add_argument("--html", metavar="FILE")
     timeline.add_argument("--from", dest="from_")
     timeline.add_argument("--to")
-    timeline.add_argument("--limit", type=int, default=10_000)
+    timeline.add_argument(
+        "--limit",
+        type=_limit,
+        default=10_000,
+        help=f"at most this many events, 1 to {MAX_LIMIT} (default 10000)",
+    )
 
     graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
     graph.add_argument("--id", required=True)
@@ -329,18 +400,33 @@ _COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``correlator`` command."""
+    """Entry point of the ``correlator`` command.
+
+    Args:
+        argv: the arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 success, 1 nothing found or a source failed, 2 bad arguments or
+        input (argparse's own errors exit with 2 as well, through ``SystemExit``).
+    """
     args = _parser().parse_args(argv)
+    read_only = args.command in _READ_COMMANDS
+    # DuckDB creates a missing file on a read-write open: a mistyped --db would leave an
+    # empty database behind and answer "no evidence". ingest, demo and serve (which takes
+    # POST /v1/evidence) start from an empty database on purpose; the others only read.
+    if read_only and not Path(args.db).exists():
+        print(
+            f"correlator: no database at {args.db}: ingest evidence first (correlator ingest)"
+            f" or point --db / {_environ.DB} at one",
+            file=sys.stderr,
+        )
+        return 2
     try:
         if args.command == "demo":
             from correlator import demo
 
             return demo.run(args)
-        with Store(
-            args.db,
-            read_only=args.command in ("timeline", "graph", "findings", "latency")
-            and Path(args.db).exists(),
-        ) as store:
+        with Store(args.db, read_only=read_only) as store:
             return _COMMANDS[args.command](args, store)
     except (QueryError, InputError) as exc:
         print(f"correlator: {exc}", file=sys.stderr)

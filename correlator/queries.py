@@ -9,7 +9,11 @@ from typing import Any, Final
 from correlator.errors import QueryError
 from correlator.store import Store
 
-__all__ = ["findings", "latency", "log_findings", "parse_duration_s", "parse_time_ns"]
+#: The most events a timeline may be asked for: the bound on ``GET /v1/timeline?limit=`` and
+#: ``correlator timeline --limit``.
+MAX_LIMIT: Final = 100_000
+
+__all__ = ["MAX_LIMIT", "findings", "latency", "log_findings", "parse_duration_s", "parse_time_ns"]
 
 # Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
 # --since accept: units largest first, each at most once, integers only.
@@ -58,8 +62,13 @@ def parse_time_ns(text: str) -> int:
         QueryError: naming the value.
     """
     text = text.strip()
-    if text.isdigit():
-        return int(text)
+    if text.isascii() and text.isdigit():  # str.isdigit() alone takes "²" and "٣"
+        ts_ns = int(text)
+        if ts_ns >= 2**63:
+            raise QueryError(
+                f"{text[:40]!r} is not a time: nanoseconds since 1970 end at 2**63 - 1 (2262)"
+            )
+        return ts_ns
     if text.startswith("now"):
         rest = text[3:].strip()
         if not rest:

@@ -187,11 +187,47 @@ def _row(event: dict[str, Any]) -> str:
     return f"<tr class='{' '.join(classes)}'>{shown}<td><code>{ids}</code></td></tr>"
 
 
+# Script content is raw text: entities are not decoded in it, and the first "</script" ends
+# it whatever the JSON around it says (HTML Living Standard, "script data state"). JSON's own
+# \uXXXX escapes keep "<", ">" and "&" out of the text while JSON.parse still reads the same
+# strings. U+2028/U+2029 are escaped too: they are valid in JSON but end a line in JavaScript
+# before ES2019, so the payload stays safe to paste into a script as a literal.
+_SCRIPT_ESCAPES: Final = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def _script_json(data: Any) -> str:
+    """``data`` as JSON that can sit inside a ``<script>`` element unchanged.
+
+    Args:
+        data: anything ``orjson`` serialises (other values are written as ``str()``).
+
+    Returns:
+        JSON text without ``<``, ``>``, ``&``, U+2028 or U+2029: those characters only occur
+        inside JSON strings, where they are written as ``\\uXXXX`` escapes.
+    """
+    return orjson.dumps(data, default=str).decode().translate(_SCRIPT_ESCAPES)
+
+
 def html_page(data: dict[str, Any]) -> str:
-    """A self-contained page (no external assets) showing one timeline."""
+    """A self-contained page (no external assets) showing one timeline.
+
+    Args:
+        data: a timeline as ``incident.timeline_for`` returns it.
+
+    Returns:
+        The HTML document: the verdict and a table of the events, and the whole timeline as
+        JSON in ``<script type="application/json" id="timeline-data">`` for tools that read
+        the page (``JSON.parse`` of the element's text gives ``data`` back).
+    """
     verdict = data["verdict"]
     rows = "".join(_row(event) for event in data["events"])
-    payload = html.escape(orjson.dumps(data, default=str).decode())
+    payload = _script_json(data)
     seed = html.escape(", ".join(f"{k}={v}" for k, v in data["seed"].items()))
     banner = "verdict none" if verdict["owner_layer"] == "none" else "verdict"
     return (

@@ -198,3 +198,124 @@ def test_findings_can_be_logged_for_loki(demo_db: Path, captured) -> None:  # ty
         ("release_failed_stuck", "warning"),
     ]
     assert logged[1]["allocation_id"] == STUCK_ALLOCATION
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["timeline", "--id", "allocation_id=a-9"],
+        ["graph", "--id", "allocation_id=a-9"],
+        ["findings"],
+        ["latency", "--json"],
+    ],
+)
+def test_reading_commands_refuse_a_missing_database_and_create_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    typo = tmp_path / "typo.duckdb"
+    assert main(["--db", str(typo), *argv]) == 2
+    assert capsys.readouterr().err == (
+        f"correlator: no database at {typo}: ingest evidence first (correlator ingest)"
+        " or point --db / CORRELATOR_DB at one\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ingest_still_creates_the_database(
+    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "c.duckdb"
+    db.parent.mkdir()
+    assert main(["--db", str(db), "ingest", "--source", "agent", "--quiet", str(evidence)]) == 0
+    assert db.is_file()
+    assert main(["--db", str(db), "timeline", "--id", "allocation_id=a-1", "--json"]) == 0
+    assert len(orjson.loads(capsys.readouterr().out)["events"]) == 2
+
+
+def test_an_unwritable_html_file_is_named_with_the_reason(
+    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.duckdb")
+    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
+    capsys.readouterr()
+    page = tmp_path / "missing" / "t.html"
+    argv = ["--db", db, "timeline", "--id", "allocation_id=a-1", "--html", str(page)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"correlator: cannot write {page}: No such file or directory\n"
+    )
+    assert not page.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ("0", "argument --limit: must be from 1 to 100000, not 0"),
+        ("100001", "argument --limit: must be from 1 to 100000, not 100001"),
+        (
+            "9223372036854775808",  # one past DuckDB's BIGINT
+            "argument --limit: must be from 1 to 100000, not 9223372036854775808",
+        ),
+        ("ten", "argument --limit: expected an integer, not 'ten'"),
+    ],
+)
+def test_timeline_limit_is_bounded_like_the_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str, message: str
+) -> None:
+    argv = ["--db", str(tmp_path / "c.duckdb"), "timeline", "--id", "allocation_id=a-1"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--limit", limit])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"correlator timeline: error: {message}\n")
+
+
+def test_timeline_limit_accepts_the_api_maximum(
+    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.duckdb")
+    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
+    capsys.readouterr()
+    argv = ["--db", db, "timeline", "--id", "allocation_id=a-1", "--json", "--limit", "100000"]
+    assert main(argv) == 0
+    assert len(orjson.loads(capsys.readouterr().out)["events"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "CORRELATOR_MAX_BODY_BYTES",
+            "64MiB",
+            "CORRELATOR_MAX_BODY_BYTES must be a whole number of at least 1, not '64MiB'",
+        ),
+        (
+            "CORRELATOR_MAX_BODY_BYTES",
+            "0",
+            "CORRELATOR_MAX_BODY_BYTES must be a whole number of at least 1, not '0'",
+        ),
+        (
+            "CORRELATOR_FINDINGS_INTERVAL_S",
+            "5m",
+            "CORRELATOR_FINDINGS_INTERVAL_S must be a number of at least 0, not '5m'",
+        ),
+        (
+            "CORRELATOR_FINDINGS_INTERVAL_S",
+            "nan",
+            "CORRELATOR_FINDINGS_INTERVAL_S must be a number of at least 0, not 'nan'",
+        ),
+    ],
+)
+def test_serve_names_a_malformed_setting_before_serving(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+    message: str,
+) -> None:
+    monkeypatch.setenv("CORRELATOR_FINDINGS_INTERVAL_S", "0")  # no logger thread, whatever
+    monkeypatch.setenv(name, value)
+    # Were the setting accepted, serve would block in uvicorn.run: fail instead.
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("serve started"))
+    assert main(["--db", str(tmp_path / "c.duckdb"), "serve", "--port", "0"]) == 2
+    assert capsys.readouterr().err == f"correlator: {message}\n"

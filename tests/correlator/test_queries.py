@@ -95,6 +95,10 @@ def test_parse_time_ns_reads_rfc3339_nanoseconds_and_now_minus() -> None:
         ("now-1.5h", "'1.5h' is not a duration"),
         ("now+1h", "'now\\+1h' is not a time"),
         ("2026-11-22T13:11:19", "is not a time"),
+        ("\u00b2", "'\u00b2' is not a time: use RFC 3339"),  # a digit to str.isdigit()
+        ("\u0663\u0663", "is not a time: use RFC 3339"),  # Arabic-Indic digits
+        ("9223372036854775808", "nanoseconds since 1970 end at 2\\*\\*63 - 1"),
+        ("2300-01-01T00:00:00Z", "'2300-01-01T00:00:00Z' is not a time"),
     ],
 )
 def test_parse_time_ns_refuses(text: str, message: str) -> None:

@@ -1,4 +1,5 @@
-"""The timeline page in a real Chromium against a real ``correlator serve``.
+"""The timeline page in a real Chromium against a real ``correlator serve``, and the page
+``correlator timeline --html`` writes, opened from disk in the same browser.
 
 The service runs as a subprocess on 127.0.0.1 over the demo incident plus one hostile record
 posted through ``POST /v1/evidence``; reads need a token, so the page's token prompt is on the
@@ -23,6 +24,7 @@ import orjson
 import pytest
 
 from correlator import demo
+from correlator.cli import main
 from tests.correlator.conftest import DEMO_NOW_NS
 from tests.servers import free_port
 
@@ -394,3 +396,58 @@ def test_errors_are_shown_plainly(server: str, page: Page, typed: str, message: 
     page.keyboard.press("Enter")
     expect(page.locator("#error")).to_contain_text(message)
     expect(page.locator("#lanes-section")).to_be_hidden()
+
+
+HTML_HOSTILE = '</script><script>window.__pwned=5</script> & "quotes"'
+
+
+def test_the_html_file_shows_the_events_and_carries_the_timeline_as_json(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The browser of the module's site, not its service: the page is a file of its own.
+    evidence = tmp_path / "agent.jsonl"
+    records = [
+        {
+            "ts": "2026-11-22T13:11:19Z",
+            "level": "info",
+            "event": "task claimed",
+            "service": "node-agent",
+            "layer": "node",
+            "allocation_id": "a-1",
+        },
+        {
+            "ts": "2026-11-22T13:11:20Z",
+            "level": "error",
+            "event": HTML_HOSTILE,
+            "service": "node-agent",
+            "layer": "node",
+            "allocation_id": "a-1",
+        },
+    ]
+    evidence.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)]) == 0
+    assert main(["--db", db, "timeline", "--id", "allocation_id=a-1", "--json"]) == 0
+    expected = orjson.loads(capsys.readouterr().out)
+    written = tmp_path / "timeline.html"
+    argv = ["--db", db, "timeline", "--id", "allocation_id=a-1", "--html", str(written)]
+    assert main(argv) == 0
+
+    tab = _open(site.browser, token=None)
+    page = tab.page
+    page.goto(written.as_uri())
+    rows = page.locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0).locator("td").nth(4)).to_have_text("task claimed")
+    hostile = rows.nth(1).locator("td").nth(4)
+    expect(hostile).to_have_text(HTML_HOSTILE)
+    expect(hostile).to_be_visible()
+    data = page.evaluate("JSON.parse(document.getElementById('timeline-data').textContent)")
+    # Two runs of the command, each stamped with its own time; the rest is the same timeline.
+    assert data.pop("generated_at") >= expected.pop("generated_at")
+    assert data == expected
+    assert [event["message"] for event in data["events"]] == ["task claimed", HTML_HOSTILE]
+    assert page.evaluate("document.querySelectorAll('script').length") == 1
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    page.context.close()
+    assert tab.errors == []
