@@ -48,6 +48,15 @@ def evidence(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def ingested(tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A database holding ``evidence`` (its path); the ingest's output is discarded."""
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)]) == 0
+    capsys.readouterr()
+    return db
+
+
 def test_ingest_prints_a_summary_and_is_idempotent(
     tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,11 +101,9 @@ def test_ingest_refuses_zero_workers(
 
 
 def test_timeline_json_and_html(
-    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, evidence: Path, ingested: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(tmp_path / "c.duckdb")
-    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
-    capsys.readouterr()
+    db = ingested
     assert main(["--db", db, "timeline", "--id", "allocation_id=a-1", "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
     assert data["verdict"]["owner_layer"] == "deploy"
@@ -135,8 +142,7 @@ def test_timeline_json_and_html(
     ],
 )
 def test_errors_name_the_problem_and_exit_codes_tell_the_kind(
-    tmp_path: Path,
-    evidence: Path,
+    ingested: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     argv: list[str],
@@ -144,9 +150,7 @@ def test_errors_name_the_problem_and_exit_codes_tell_the_kind(
     message: str,
 ) -> None:
     monkeypatch.delenv("CORRELATOR_LOKI_URL", raising=False)
-    db = str(tmp_path / "c.duckdb")
-    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
-    capsys.readouterr()
+    db = ingested
     assert main(["--db", db, *argv]) == code
     assert message in capsys.readouterr().err
 
@@ -233,11 +237,9 @@ def test_ingest_still_creates_the_database(
 
 
 def test_an_unwritable_html_file_is_named_with_the_reason(
-    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, ingested: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(tmp_path / "c.duckdb")
-    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
-    capsys.readouterr()
+    db = ingested
     page = tmp_path / "missing" / "t.html"
     argv = ["--db", db, "timeline", "--id", "allocation_id=a-1", "--html", str(page)]
     assert main(argv) == 2
@@ -270,11 +272,9 @@ def test_timeline_limit_is_bounded_like_the_api(
 
 
 def test_timeline_limit_accepts_the_api_maximum(
-    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+    ingested: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(tmp_path / "c.duckdb")
-    main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)])
-    capsys.readouterr()
+    db = ingested
     argv = ["--db", db, "timeline", "--id", "allocation_id=a-1", "--json", "--limit", "100000"]
     assert main(argv) == 0
     assert len(orjson.loads(capsys.readouterr().out)["events"]) == 2
