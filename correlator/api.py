@@ -116,13 +116,23 @@ def create_app(
         if read_token is not None and not _matches(_bearer(request), read_token, token):
             raise AuthError("reads need 'Authorization: Bearer <CORRELATOR_READ_TOKEN>'")
 
-    def seed_of(request: Request) -> tuple[str, str]:
-        given = [(k, v) for k, v in request.query_params.items() if k in IDENTIFIER_KEYS]
+    def seed_of(request: Request, options: frozenset[str] = frozenset()) -> tuple[str, str]:
+        """The one identifier a query names; every other parameter must be one of
+        ``options``, each at most once (a typo such as ``limt=5`` would otherwise be
+        ignored without a word, and a repeated key would silently take its last value)."""
+        items = request.query_params.multi_items()
+        given = [(k, v) for k, v in items if k in IDENTIFIER_KEYS]
         if len(given) != 1:
             raise QueryError(
                 "give exactly one identifier: ?KEY=VALUE with KEY one of "
                 + ", ".join(IDENTIFIER_KEYS)
             )
+        for name in dict.fromkeys(k for k, _ in items if k not in IDENTIFIER_KEYS):
+            if name not in options:
+                known = ", ".join([*IDENTIFIER_KEYS, *sorted(options)])
+                raise QueryError(f"unknown query parameter {name!r}; known: {known}")
+            if request.query_params.getlist(name)[1:]:
+                raise QueryError(f"query parameter {name!r} is given more than once")
         return incident.check_seed(*given[0])
 
     @app.post("/v1/evidence", dependencies=[Depends(require_write)])
@@ -146,7 +156,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=queries.MAX_LIMIT)] = incident.DEFAULT_LIMIT,
     ) -> dict[str, Any]:
         """The incident timeline for one identifier (``?allocation_id=a-9``)."""
-        key, value = seed_of(request)
+        key, value = seed_of(request, _TIMELINE_OPTIONS)
         lo = queries.parse_time_ns(from_) if from_ else None
         hi = queries.parse_time_ns(to) if to else None
         return await run_in_threadpool(
@@ -171,8 +181,10 @@ def create_app(
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        """Liveness: the store answers."""
-        return {"status": "ok", "events": await run_in_threadpool(store.count)}
+        """Liveness: the store answers. It takes no token (probes have none), so when reads
+        need one it does not say how many events the store holds."""
+        events = await run_in_threadpool(store.count)
+        return {"status": "ok"} if read_token is not None else {"status": "ok", "events": events}
 
     if _WEB.is_dir():  # the page's script and style; an install without package data has none
         app.mount("/static", StaticFiles(directory=_WEB), name="static")
@@ -183,6 +195,9 @@ def create_app(
 
     return app
 
+
+#: The query parameters of ``GET /v1/timeline`` besides its identifier.
+_TIMELINE_OPTIONS: Final = frozenset({"from", "to", "limit"})
 
 _FALLBACK_PAGE: Final = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>correlator</title></head><body><h1>correlator</h1>

@@ -224,6 +224,11 @@ def timeline_for(
     key, value = check_seed(key, value)
     if limit < 1:
         raise QueryError("limit must be at least 1")
+    if from_ns is not None and to_ns is not None and from_ns >= to_ns:
+        raise QueryError(
+            f"the window from {format_rfc3339_ns(from_ns)} to {format_rfc3339_ns(to_ns)} holds "
+            "nothing: 'from' must be before 'to'"
+        )
     with _collector_paused():
         return _timeline(store, key, value, from_ns, to_ns, limit, window_s)
 

@@ -117,6 +117,21 @@ def test_reads_need_the_read_token_when_one_is_set(demo_client: AsgiClient) -> N
             400,
             "'yesterday' is not a time",
         ),
+        ("?allocation_id=a-9&allocation_id=a-10", 400, "give exactly one identifier"),
+        (
+            f"?allocation_id={FAILING_ALLOCATION}&limt=5",
+            400,
+            "unknown query parameter 'limt'; known: node_id, node_instance_id, correlation_id, "
+            "allocation_id, workflow_id, from, limit, to",
+        ),
+        (f"?allocation_id={FAILING_ALLOCATION}&limit=5&limit=6", 400, "'limit' is given more"),
+        (
+            f"?allocation_id={FAILING_ALLOCATION}&from=2026-11-22T13:00:00Z&to=2026-11-22T12:00:00Z",
+            400,
+            "the window from 2026-11-22T13:00:00.000000000Z to 2026-11-22T12:00:00.000000000Z "
+            "holds nothing: 'from' must be before 'to'",
+        ),
+        (f"?allocation_id={FAILING_ALLOCATION}&from=%C2%B2", 400, "'²' is not a time"),
     ],
 )
 def test_timeline_errors_are_mapped_in_one_place(
@@ -127,6 +142,18 @@ def test_timeline_errors_are_mapped_in_one_place(
     assert detail in response.json()["detail"]
 
 
+def test_health_says_how_many_events_when_reads_are_open(client: AsgiClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok", "events": 0}
+
+
+def test_graph_refuses_parameters_it_does_not_take(demo_client: AsgiClient) -> None:
+    response = demo_client.get(
+        f"/v1/graph?allocation_id={FAILING_ALLOCATION}&limit=5", headers=_auth("reader")
+    )
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("unknown query parameter 'limit'; known: ")
+
+
 def test_graph_findings_latency_health_and_openapi(demo_client: AsgiClient) -> None:
     headers = _auth("reader")
     graph = demo_client.get(f"/v1/graph?allocation_id={FAILING_ALLOCATION}", headers=headers)
@@ -135,7 +162,8 @@ def test_graph_findings_latency_health_and_openapi(demo_client: AsgiClient) -> N
     assert {f["rule"] for f in findings} == {"projection_drift", "release_failed_stuck"}
     phases = demo_client.get("/v1/latency", headers=headers).json()["phases"]
     assert {p["provider"] for p in phases} == {"aap", "eda"}
-    assert demo_client.get("/healthz").json()["status"] == "ok"
+    # No token on /healthz (probes have none): with reads guarded it says no more than "ok".
+    assert demo_client.get("/healthz").json() == {"status": "ok"}
     schema = demo_client.get("/openapi.json").json()
     assert set(schema["paths"]) >= {
         "/v1/evidence",
