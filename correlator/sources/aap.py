@@ -129,8 +129,14 @@ def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Eve
         return
     status = _text(obj.get("status"))
     if job_id is None or status is None:
-        missing = "id" if job_id is None else "status"
-        yield _reject(origin, line_no, f"{where} ({provider} job) lacks field '{missing}'", obj)
+        name = "id" if job_id is None else "status"
+        given = obj.get(name)
+        if given is None:
+            problem = f"lacks field '{name}'"
+        else:  # orjson reads an integer past 64 bits as a float: the id is then not exact
+            shown = orjson.dumps(given, option=orjson.OPT_NON_STR_KEYS).decode()[:80]
+            problem = f"has a field '{name}' that is neither text nor an integer: {shown}"
+        yield _reject(origin, line_no, f"{where} ({provider} job) {problem}", obj)
         return
 
     entity_id = f"{provider}:{job_id}"

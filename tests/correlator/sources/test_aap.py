@@ -230,6 +230,15 @@ GOOD = b'{"id": 1, "type": "job", "status": "pending", "created": "2026-11-22T13
             "line 2 (eda job) lacks field 'status'",
         ),
         (
+            b'{"id": 2, "type": "job", "status": {"x": 1}, "created": "2026-11-22T13:11:19Z"}',
+            "line 2 (aap job) has a field 'status' that is neither text nor an integer: {\"x\":1}",
+        ),
+        (
+            b'{"id": 123456789012345678901234567890, "type": "job", "status": "new"}',
+            "line 2 (aap job) has a field 'id' that is neither text nor an integer: "
+            "1.2345678901234568e+29",
+        ),
+        (
             b'{"id": 2, "type": "job", "status": "new", "created": "soon"}',
             "line 2 (aap:2) has no readable time: created, started, finished",
         ),
