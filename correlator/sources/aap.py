@@ -129,13 +129,13 @@ def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Eve
         return
     status = _text(obj.get("status"))
     if job_id is None or status is None:
-        name = "id" if job_id is None else "status"
-        given = obj.get(name)
+        field = "id" if job_id is None else "status"
+        given = obj.get(field)
         if given is None:
-            problem = f"lacks field '{name}'"
+            problem = f"lacks field '{field}'"
         else:  # orjson reads an integer past 64 bits as a float: the id is then not exact
             shown = orjson.dumps(given, option=orjson.OPT_NON_STR_KEYS).decode()[:80]
-            problem = f"has a field '{name}' that is neither text nor an integer: {shown}"
+            problem = f"has a field '{field}' that is neither text nor an integer: {shown}"
         yield _reject(origin, line_no, f"{where} ({provider} job) {problem}", obj)
         return
 
