@@ -1,10 +1,12 @@
 """Reading evidence into the store: files or request bodies, through one adapter, in batches.
 
 Each batch goes into DuckDB in bulk; rejected lines are kept in the ``rejects`` table with
-their file, line number and reason, and nothing else in the batch is lost. NDJSON takes the
-adapter's columnar fast path when it has one (no Event objects at all); on request, large
-files of those kinds are parsed by worker processes while the main process stores what they
-return (the parser is pure Python and the slower half of an NDJSON ingest).
+their file, line number and reason, and nothing else in the batch is lost. A file that cannot
+be read to its end (a ``.gz`` cut short while log rotation still writes it, or damaged) keeps
+the lines read before the damage and gets a reject of its own saying where reading stopped.
+NDJSON takes the adapter's columnar fast path when it has one (no Event objects at all); on
+request, large files of those kinds are parsed by worker processes while the main process
+stores what they return (the parser is pure Python and the slower half of an NDJSON ingest).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import gzip
 import importlib
 import multiprocessing
 import os
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -57,6 +60,14 @@ INSERT_EVENTS: Final = 200_000
 PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
+#: How far outside a request's interval an nginx error line may lie and still be linked to it:
+#: the default of ``link_errors_to_access`` (error-log times have whole seconds), handed to it
+#: explicitly so that the window :func:`link_nginx` reads and the links it makes agree.
+NGINX_LINK_GAP_S: Final = 5.0
+#: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
+#: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
+#: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
+_READ_ERRORS: Final = (OSError, EOFError, zlib.error)
 
 Progress = Callable[[int], None]
 
@@ -82,6 +93,52 @@ def read_lines(handle: IO[bytes], progress: Progress | None = None) -> Iterator[
         yield line[:-1] if line.endswith(b"\n") else line
 
 
+def _file_lines(
+    handle: IO[bytes], path: Path, kind: str, progress: Progress | None, damage: list[Reject]
+) -> Iterator[bytes]:
+    """The lines of an open file up to where it cannot be read any further.
+
+    Decompression fails only while reading (``gzip.open`` does not even look at the header),
+    so a damaged ``.gz`` ends its lines there instead of raising through the ingest: what was
+    read before stays, and the failure is appended to ``damage`` as a reject of the line where
+    reading stopped. A partial line left by the failure is not yielded (its end is unknown).
+
+    Args:
+        handle: the file, opened by :func:`_open`.
+        path: its path, for the reject.
+        kind: the source kind, for the reject.
+        progress: called with the bytes of each line read.
+        damage: receives the reject, if any.
+
+    Yields:
+        Lines without their ``\\n``, as :func:`read_lines`.
+    """
+    lines_read = 0
+    try:
+        for line in read_lines(handle, progress):
+            lines_read += 1
+            yield line
+    except _READ_ERRORS as exc:
+        reason = _read_failure(path, lines_read, exc)
+        damage.append(Reject(kind, str(path), lines_read + 1, reason, ""))
+
+
+def _read_failure(path: Path, lines_read: int, exc: BaseException) -> str:
+    """Why reading ``path`` stopped after ``lines_read`` lines, in words (the file named by its
+    name: the ingest summary shows reasons, not origins)."""
+    after = f"after line {lines_read}"
+    if isinstance(exc, EOFError):
+        return f"{path.name} ends inside a gzip stream (truncated) {after}"
+    if isinstance(exc, gzip.BadGzipFile) and str(exc).startswith("Not a gzipped file"):
+        if lines_read == 0:
+            return f"{path.name} is not a gzip file"
+        return f"{path.name} holds data that is not gzip {after}"
+    if isinstance(exc, gzip.BadGzipFile | zlib.error):
+        return f"{path.name} has damaged gzip data {after}: {exc}"
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+    return f"{path.name} cannot be read {after}: {detail}"
+
+
 def _open(path: Path) -> IO[bytes]:
     try:
         if path.suffix == ".gz":
@@ -103,8 +160,10 @@ def ingest_lines(
     """Parse lines with the adapter of ``kind`` and store what it yields, batch by batch.
 
     The whole input is one transaction (:meth:`Store.bulk`): the fastest way into a DuckDB
-    file, and an input that fails half-way (an unreadable file) leaves nothing behind, so
-    ingesting it again once fixed is complete rather than topped up.
+    file, and an input that fails half-way (lines that raise, an insert that fails) leaves
+    nothing behind, so ingesting it again once fixed is complete rather than topped up.
+    (:func:`ingest_paths` ends a damaged file's lines where the damage starts instead: what
+    was read before it is kept, and the damage is a reject.)
 
     Args:
         pool: worker processes (:func:`parse_pool`) to parse batches in, for kinds with a
@@ -126,26 +185,74 @@ def ingest_lines(
                 result.add(store.insert_table(pa.concat_tables(staged)))
         return result
     parse = getattr(module, f"parse_{kind}", module.parse)
-    with store.bulk():
-        result = ingest_items(store, parse(lines, origin), batch_events=batch_events)
+    items = parse(lines, origin)
+    span = _Span()
     if kind == "nginx":
-        link_nginx(store)  # after the commit: it reads what was stored, from other cursors
+        items = span.watch(items)
+    with store.bulk():
+        result = ingest_items(store, items, batch_events=batch_events)
+    if span.start_ns is not None and span.end_ns is not None:
+        # After the commit: it reads what was stored, from other cursors.
+        link_nginx(store, from_ns=span.start_ns, to_ns=span.end_ns)
     return result
 
 
-def link_nginx(store: Store) -> int:
+class _Span:
+    """The time the events an adapter yielded cover: earliest request start, latest time."""
+
+    def __init__(self) -> None:
+        self.start_ns: int | None = None
+        self.end_ns: int | None = None
+
+    def watch(self, items: Iterable[Event | Reject]) -> Iterator[Event | Reject]:
+        """Pass ``items`` through, widening the span by each event's request interval."""
+        for item in items:
+            if isinstance(item, Event):
+                # An access line is written when its request ends; the request began
+                # duration_s earlier, and an error line of it may be from any time in between.
+                start_ns = item.ts_ns - round((item.duration_s or 0.0) * 1_000_000_000)
+                if self.start_ns is None or start_ns < self.start_ns:
+                    self.start_ns = start_ns
+                if self.end_ns is None or item.ts_ns > self.end_ns:
+                    self.end_ns = item.ts_ns
+            yield item
+
+
+def link_nginx(store: Store, *, from_ns: int, to_ns: int) -> int:
     """Link nginx error lines to the access line of the same request, across files and
-    batches (an error log and an access log are separate files). Returns how many linked."""
+    batches (an error log and an access log are separate files, ingested in either order).
+
+    Only what a batch covering ``[from_ns, to_ns]`` can take part in is read: unlinked errors
+    up to :data:`NGINX_LINK_GAP_S` outside it, and the access lines those errors could link to.
+    Whatever lies further away was linked, or found unlinkable, when it was ingested; reading
+    it again would make every ingest cost time in proportion to the whole nginx history.
+
+    Args:
+        store: the store the batch went into (committed).
+        from_ns: the earliest request start of the batch's events (an access line's time
+            less its duration).
+        to_ns: the latest time of the batch's events.
+
+    Returns:
+        How many error events gained a link.
+    """
     from correlator.sources.nginx import link_errors_to_access
 
-    errors = store.nginx_events(unlinked_errors=True)
+    gap_ns = round(NGINX_LINK_GAP_S * 1_000_000_000)
+    # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
+    errors = store.nginx_events(
+        unlinked_errors=True, from_ns=from_ns - gap_ns, to_ns=to_ns + gap_ns + 1
+    )
     if not errors:
         return 0
-    margin = 60 * 1_000_000_000
+    # Every access line the linker could choose for one of these errors, and no other: one
+    # whose request, widened by the tolerance, holds an error's time.
     access = store.nginx_events(
-        unlinked_errors=False, from_ns=errors[0].ts_ns - margin, to_ns=errors[-1].ts_ns + margin
+        unlinked_errors=False,
+        from_ns=errors[0].ts_ns - gap_ns,
+        to_ns=errors[-1].ts_ns + gap_ns + 1,
     )
-    linked = link_errors_to_access([*errors, *access])
+    linked = link_errors_to_access([*errors, *access], max_gap_s=NGINX_LINK_GAP_S)
     gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]
     return store.set_links(gained)
 
@@ -277,6 +384,10 @@ def ingest_paths(
     ``__main__`` module, so the program must guard its entry point with
     ``if __name__ == "__main__":`` (as ``multiprocessing`` requires).
 
+    A file that cannot be read to its end (a truncated or damaged ``.gz``) keeps the lines
+    read before the damage and adds a reject saying where reading stopped and why (counted in
+    the result's ``rejected``); the other files are ingested as usual.
+
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
         workers: parse large files in this many worker processes.
@@ -295,8 +406,10 @@ def ingest_paths(
                 if pool is None and columnar and size >= PARALLEL_MIN_BYTES:
                     pool = stack.enter_context(parse_pool(workers))
                 tick = progress(path, size) if progress is not None else None
-                lines = read_lines(handle, tick)
+                damage: list[Reject] = []
+                lines = _file_lines(handle, path, kind, tick, damage)
                 result.add(ingest_lines(store, kind, lines, str(path), pool=pool))
+                result.add(store.insert_rejects(damage))
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one
     # the first query does it (Store.cardinalities).

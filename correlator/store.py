@@ -415,15 +415,39 @@ class Store:
     def nginx_events(
         self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
     ) -> list[Event]:
-        """nginx error events not yet linked to their request, or nginx access events in a
-        window (for linking the two across files: they arrive in different files)."""
+        """nginx error events not yet linked to their request, or nginx access events, near a
+        window (for linking the two across files: they arrive in different files).
+
+        An access line's time is when its request ended; an error line of that request may
+        be from any time since the request began (its ``duration_s`` earlier). So an access
+        event is returned when its request ``[ts_ns - duration_s, ts_ns]`` meets the window,
+        an error event when its time is inside it.
+
+        Args:
+            unlinked_errors: True for error events without a ``correlation_id``, False for
+                access events.
+            from_ns: the window's start (included).
+            to_ns: the window's end (excluded).
+
+        Returns:
+            The events, oldest first.
+        """
         if unlinked_errors:
-            where = "json_extract_string(attrs, '$.log') = 'error' AND correlation_id IS NULL"
+            where = (
+                "json_extract_string(attrs, '$.log') = 'error' AND correlation_id IS NULL "
+                "AND ts_ns < ?"
+            )
         else:
-            where = "json_extract_string(attrs, '$.log') = 'access'"
+            # ts_ns - duration < to_ns, with the duration unrounded: never later than the
+            # linker's start (it rounds to whole nanoseconds), and no cast of a huge duration
+            # to BIGINT that could overflow.
+            where = (
+                "json_extract_string(attrs, '$.log') = 'access' "
+                "AND ts_ns - ? < coalesce(duration_s, 0) * 1e9"
+            )
         sql = (
-            f"SELECT {COLUMN_LIST} FROM events WHERE source = 'nginx' AND {where} "  # noqa: S608 - fixed text
-            "AND ts_ns >= ? AND ts_ns < ? ORDER BY ts_ns"
+            f"SELECT {COLUMN_LIST} FROM events WHERE source = 'nginx' AND ts_ns >= ? "  # noqa: S608 - fixed text
+            f"AND {where} ORDER BY ts_ns"
         )
         return list(self._rows_as_events(sql, [from_ns, to_ns]))
 

@@ -1,13 +1,19 @@
-"""Ingest through worker processes stores exactly what ingest in one process stores."""
+"""Ingest through worker processes stores exactly what ingest in one process stores; a damaged
+``.gz`` keeps what came before the damage; nginx links read only what lies near an ingest."""
 
 from __future__ import annotations
 
+import errno
+import gzip
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from correlator.cli import main
 from correlator.ingest import ingest_lines, ingest_paths, parse_pool
+from correlator.model import Event
 from correlator.store import Store
 
 LINES = [
@@ -67,3 +73,243 @@ def test_ingest_paths_parses_small_files_in_process(tmp_path: Path) -> None:
         assert store._stored_cardinalities(4) is not None
     assert (result.accepted, result.duplicate) == (4, 1)
     assert (again.accepted, again.duplicate) == (0, 5)
+
+
+# -- damaged .gz files -----------------------------------------------------------------------
+
+#: An empty gzip member's 10-byte header (mtime 0, deflate, maximum compression, UNIX).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03"
+#: Two lines the agent adapter accepts (``task claimed``, ``ansible-playbook not found``), as
+#: one complete gzip member: what a damaged file holds before its damage.
+TWO_LINES = gzip.compress(LINES[0] + b"\n" + LINES[1] + b"\n", mtime=0)
+
+
+@pytest.mark.parametrize(
+    ("content", "messages", "line_no", "reason", "summary"),
+    [
+        pytest.param(
+            # A second member cut off after its header (a writer still appending to it).
+            TWO_LINES + GZIP_HEADER,
+            ["task claimed", "ansible-playbook not found"],
+            3,
+            "agent.jsonl.gz ends inside a gzip stream (truncated) after line 2",
+            "agent.jsonl.gz ends inside a gzip stream (truncated) after line",
+            id="truncated",
+        ),
+        pytest.param(
+            b"x\n",
+            [],
+            1,
+            "agent.jsonl.gz is not a gzip file",
+            "agent.jsonl.gz is not a gzip file",
+            id="not-gzip",
+        ),
+        pytest.param(
+            TWO_LINES + b"garbage\n",
+            ["task claimed", "ansible-playbook not found"],
+            3,
+            "agent.jsonl.gz holds data that is not gzip after line 2",
+            "agent.jsonl.gz holds data that is not gzip after line",
+            id="garbage-after-a-member",
+        ),
+        pytest.param(
+            # Deflate block type 3 is reserved (RFC 1951 §3.2.3): every decoder refuses it.
+            TWO_LINES + GZIP_HEADER + b"\xff" * 8,
+            ["task claimed", "ansible-playbook not found"],
+            3,
+            "agent.jsonl.gz has damaged gzip data after line 2: "
+            "Error -3 while decompressing data: invalid block type",
+            "agent.jsonl.gz has damaged gzip data after line",
+            id="damaged-deflate-data",
+        ),
+        pytest.param(
+            TWO_LINES[:-8] + b"\x00\x00\x00\x00" + TWO_LINES[-4:],  # CRC-32 zeroed
+            ["task claimed", "ansible-playbook not found"],
+            3,
+            "agent.jsonl.gz has damaged gzip data after line 2: CRC check failed 0x0 != 0x597a9f84",
+            "agent.jsonl.gz has damaged gzip data after line",
+            id="wrong-checksum",
+        ),
+    ],
+)
+def test_a_damaged_gz_keeps_what_came_before_and_is_a_reject(
+    tmp_path: Path, content: bytes, messages: list[str], line_no: int, reason: str, summary: str
+) -> None:
+    damaged = tmp_path / "agent.jsonl.gz"
+    damaged.write_bytes(content)
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(LINES[6] + b"\n")  # the heartbeat
+    with Store(tmp_path / "evidence.duckdb") as store:
+        result = ingest_paths(store, "agent", [damaged, later])
+        stored = store.cursor().execute("SELECT message FROM events ORDER BY ts_ns").fetchall()
+        rejects = _contents(store)[1]
+    # The lines before the damage and the other file are kept; the damage is one reject.
+    assert [row[0] for row in stored] == [*messages, "heartbeat"]
+    assert rejects == [("agent", str(damaged), line_no, reason, "")]
+    assert (result.accepted, result.duplicate, dict(result.rejected)) == (
+        len(stored),
+        0,
+        {summary: 1},
+    )
+
+
+def test_the_cli_reports_a_truncated_gz_like_other_rejects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damaged = tmp_path / "agent.jsonl.gz"
+    damaged.write_bytes(TWO_LINES + GZIP_HEADER)
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(LINES[6] + b"\n")
+    db = str(tmp_path / "evidence.duckdb")
+    # Exit status 0, as for a file with rejected lines: the summary names the problem.
+    assert main(["--db", db, "ingest", "--source", "agent", str(damaged), str(later)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("accepted 3, duplicate 0, rejected 1 in ")
+    assert err.endswith(
+        "\n  rejected 1: agent.jsonl.gz ends inside a gzip stream (truncated) after line\n"
+    )
+
+
+@pytest.mark.integration
+def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    damaged = tmp_path / "agent.jsonl.gz"
+    damaged.write_bytes(TWO_LINES + GZIP_HEADER)
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file to the workers
+    with Store(tmp_path / "evidence.duckdb") as store:
+        result = ingest_paths(store, "agent", [damaged], workers=2)
+        rejects = _contents(store)[1]
+    assert (result.accepted, result.duplicate, sum(result.rejected.values())) == (2, 0, 1)
+    assert rejects == [
+        (
+            "agent",
+            str(damaged),
+            3,
+            "agent.jsonl.gz ends inside a gzip stream (truncated) after line 2",
+            "",
+        )
+    ]
+
+
+class _FailingDisk(io.BytesIO):
+    """A file whose second line cannot be read (``EIO``: a failing disk or network mount)."""
+
+    def __next__(self) -> bytes:
+        if self.tell() > 0:
+            raise OSError(errno.EIO, "Input/output error")
+        return super().__next__()
+
+
+def test_a_file_that_fails_to_read_keeps_what_came_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    path.write_bytes(LINES[0] + b"\n" + LINES[1] + b"\n")
+    monkeypatch.setattr("correlator.ingest._open", lambda opened: _FailingDisk(opened.read_bytes()))
+    with Store(tmp_path / "evidence.duckdb") as store:
+        result = ingest_paths(store, "agent", [path])
+        rejects = _contents(store)[1]
+    assert (result.accepted, dict(result.rejected)) == (
+        1,
+        {"agent.jsonl cannot be read after line": 1},
+    )
+    assert rejects == [
+        ("agent", str(path), 2, "agent.jsonl cannot be read after line 1: Input/output error", "")
+    ]
+
+
+# -- linking nginx error lines to access lines across ingests --------------------------------
+
+#: A request refused by its upstream: the access line (request id ``4f7c...``) and the error
+#: line nginx wrote for it, one second earlier.
+ACCESS = (
+    b'127.0.0.1 - - [22/Nov/2026:12:00:01 +0000] "POST /v1/allocations HTTP/1.1" 502 157 "-" '
+    b'"curl/8.5.0" "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f"'
+)
+ERROR = (
+    b"2026/11/22 12:00:00 [error] 1234#1234: *5 connect() failed (111: Connection refused) "
+    b'while connecting to upstream, client: 127.0.0.1, server: api.local, request: "POST '
+    b'/v1/allocations HTTP/1.1", upstream: "http://127.0.0.1:8001/v1/allocations", '
+    b'host: "api.local"'
+)
+#: A 120.5 s request ending at 12:02:01 (``$upstream_status`` and ``$request_time`` appended)
+#: and an error line of it from two minutes before its access line.
+LONG_ACCESS = (
+    b'127.0.0.1 - - [22/Nov/2026:12:02:01 +0000] "POST /v1/allocations HTTP/1.1" 504 167 "-" '
+    b'"curl/8.5.0" "0badc0de0badc0de0badc0de0badc0de" "504" 120.500'
+)
+#: Lines nginx wrote that no access line will ever match, hours from the requests above.
+NOTICES = [
+    b'2026/11/22 00:00:00 [notice] 1#1: using the "epoll" event method',
+    b"2026/11/22 23:00:00 [notice] 1#1: signal process started",
+]
+
+
+def _error_links(store: Store) -> list[tuple[str | None, str | None]]:
+    rows = (
+        store.cursor()
+        .execute(
+            "SELECT correlation_id, json_extract_string(attrs, '$.request_id') FROM events "
+            "WHERE json_extract_string(attrs, '$.log') = 'error' "
+            "AND json_extract_string(attrs, '$.nginx_level') = 'error'"
+        )
+        .fetchall()
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "request_id"),
+    [
+        pytest.param([ERROR], [ACCESS], "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", id="error-first"),
+        pytest.param([ACCESS], [ERROR], "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", id="access-first"),
+        pytest.param(
+            [ERROR],
+            [LONG_ACCESS],
+            "0badc0de0badc0de0badc0de0badc0de",
+            id="long-request-error-first",
+        ),
+        pytest.param(
+            [LONG_ACCESS],
+            [ERROR],
+            "0badc0de0badc0de0badc0de0badc0de",
+            id="long-request-access-first",
+        ),
+    ],
+)
+def test_nginx_errors_link_to_access_lines_ingested_before_or_after(
+    store: Store, first: list[bytes], second: list[bytes], request_id: str
+) -> None:
+    ingest_lines(store, "nginx", [*NOTICES, *first], "first.log")
+    assert _error_links(store) == [(None, None)] * first.count(ERROR)  # nothing to link yet
+    ingest_lines(store, "nginx", second, "second.log")
+    assert _error_links(store) == [(request_id, request_id)]
+
+
+def test_an_nginx_ingest_reads_only_what_lies_near_its_lines(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A day of history: an access line every hour at half past, two never-linkable notices
+    # at 00:00 and 23:00, and the error line of a request whose access line is still to come.
+    history = [
+        f'10.0.0.9 - - [22/Nov/2026:{hour:02d}:30:00 +0000] "GET /v1/nodes HTTP/1.1" 200 12 "-" '
+        f'"curl/8.5.0" "{hour:032x}"'.encode()
+        for hour in range(24)
+    ]
+    ingest_lines(store, "nginx", [*history, *NOTICES, ERROR], "history.log")
+    examined: list[tuple[str, str]] = []
+    nginx_events = Store.nginx_events
+
+    def spy(self: Store, **window: Any) -> list[Event]:
+        events = nginx_events(self, **window)
+        examined.extend((e.attrs["log"], e.raw[:50]) for e in events)
+        return events
+
+    monkeypatch.setattr(Store, "nginx_events", spy)
+    ingest_lines(store, "nginx", [ACCESS], "http")
+    # The error line one second away and the new access line; not the day's other 26 lines.
+    assert examined == [("error", ERROR[:50].decode()), ("access", ACCESS[:50].decode())]
+    assert _error_links(store) == [
+        ("4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f")
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from correlator._rows import one_of, row_runs
 from correlator.errors import QueryError
 from correlator.model import Event
 from correlator.store import Store
-from tests.correlator.events import T0, ev
+from tests.correlator.events import T0, S, ev
 
 # One incident and a neighbour: an API record carries both a correlation and an allocation id
 # (it must come back once, not once per identifier that matches it).
@@ -345,3 +346,29 @@ def test_a_path_with_a_quote_opens(tmp_path: Path) -> None:
         store.insert_events(EVENTS)
     with Store(path, read_only=True) as store:
         assert store.count() == len(EVENTS)
+
+
+def _nginx(offset_s: float, log: str, message: str, **fields: Any) -> Event:
+    return ev(offset_s, "ingress", message, source="nginx", attrs={"log": log}, **fields)
+
+
+def test_nginx_events_near_a_window(store: Store) -> None:
+    store.insert_events(
+        [
+            _nginx(0, "access", "access ends before"),
+            _nginx(60, "access", "access ends at the start"),
+            _nginx(100, "access", "access 70-100", duration_s=30.0),
+            _nginx(80.5, "access", "access starts at the end", duration_s=0.5),
+            ev(65, "ingress", "access of another source", attrs={"log": "access"}),
+            _nginx(39, "error", "error before"),
+            _nginx(40, "error", "error at the start"),
+            _nginx(50, "error", "error linked", correlation_id="c-1"),
+            _nginx(69, "error", "error inside"),
+            _nginx(70, "error", "error at the end"),
+        ]
+    )
+    # An access event's request ([end - duration, end]) meets the window; an error's time is in it.
+    access = store.nginx_events(unlinked_errors=False, from_ns=T0 + 60 * S, to_ns=T0 + 80 * S)
+    errors = store.nginx_events(unlinked_errors=True, from_ns=T0 + 40 * S, to_ns=T0 + 70 * S)
+    assert _messages(access) == [(60, "access ends at the start"), (100, "access 70-100")]
+    assert _messages(errors) == [(40, "error at the start"), (69, "error inside")]
