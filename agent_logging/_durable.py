@@ -15,7 +15,10 @@ The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed copy
 spool's mapping), the frame carrying the record's stream key (``_record_encoder.stream_key``;
 the pipeline hands it over, usually reusing the previous record's) so the shipper need not parse
 the line again.
-Shipping, fsync, adoption and health records all happen on background threads.
+Shipping, fsync, adoption and health records all happen on background threads. Only an append
+the spool refused does more: a write error or a full disk (not a drop by the full policy, which
+is counted as ``dropped``) is reported once on the internal logger, naming the spool and the
+reason, and the reason stays in ``health()["spool_error"]``.
 
 Records that the HTTP stack logs *while a push is in flight* (httpx's "HTTP Request: POST ..."
 at INFO, reaching the pipeline through the stdlib bridge) are not spooled: each push would
@@ -45,7 +48,14 @@ from agent_logging.errors import SpoolError
 if TYPE_CHECKING:
     from agent_logging._config import Settings
 
-__all__ = ["DEAD_LETTER_NAME", "Durable", "client_for", "spool_dirs"]
+__all__ = [
+    "DEAD_LETTER_NAME",
+    "Durable",
+    "client_for",
+    "dead_letter_paths",
+    "is_spool_dir",
+    "spool_dirs",
+]
 
 DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -64,6 +74,10 @@ _ADOPT_SLICE_S: Final = 1.0
 #: The files a spool directory consists of (see ``_spool``); removing an emptied orphan
 #: deletes only these, so a directory holding anything else is never removed.
 _SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp")
+#: A refused append looks at why (the spool's counters: a system call) no sooner than this
+#: after the last look: on a full disk, or a full spool under ``drop_newest``, every call of a
+#: flat-out logger is refused, and the logging call must stay cheap.
+_LOSS_CHECK_S: Final = 1.0
 
 
 class _Pushing(threading.local):
@@ -125,17 +139,39 @@ def client_for(settings: Settings) -> LokiClient:
     )
 
 
+def is_spool_dir(path: Path) -> bool:
+    """Whether ``path`` is a spool directory: it holds a ``lock`` file or ``seg-*.spool`` files."""
+    return (path / "lock").exists() or any(path.glob("seg-*.spool"))
+
+
 def spool_dirs(root: Path) -> list[Path]:
     """The spool directories under ``root`` (or ``root`` itself if it is one), sorted."""
-    if (root / "lock").exists() or any(root.glob("seg-*.spool")):
+    if is_spool_dir(root):
         return [root]
     if not root.is_dir():
         return []
-    return sorted(
-        path
-        for path in root.iterdir()
-        if path.is_dir() and ((path / "lock").exists() or any(path.glob("seg-*.spool")))
-    )
+    return sorted(path for path in root.iterdir() if path.is_dir() and is_spool_dir(path))
+
+
+def dead_letter_paths(directory: Path) -> list[Path]:
+    """The dead-letter files of a spool directory that exist, the rotated (older) one first.
+
+    ``_dead_letter`` rotates ``dead-letter.ndjson`` to ``dead-letter.ndjson.1`` at its cap.
+    """
+    current = directory / DEAD_LETTER_NAME
+    return [p for p in (current.with_name(current.name + ".1"), current) if p.exists()]
+
+
+def _storage_problem(directory: Path, needed_bytes: int) -> str:
+    """Why a spool could not store a record, as far as the filesystem tells."""
+    try:
+        vfs = os.statvfs(directory)
+    except OSError as exc:
+        return f"its directory cannot be examined: {exc}"
+    free = vfs.f_bavail * vfs.f_frsize
+    if free < needed_bytes:
+        return f"the disk is full ({free:,} bytes free; a new segment needs {needed_bytes:,})"
+    return "a segment file could not be created or written"
 
 
 def _spool_kwargs(settings: Settings) -> dict[str, Any]:
@@ -159,12 +195,20 @@ class Durable:
         self._calls_behind = 0
         self._forked = False
         self._reopen_lock = threading.Lock()
+        self._watch_losses(spool)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._adopting: Shipper | None = None
         self._adopted = 0
         self._adoption_rounds = 0
         self._adoption_done = threading.Condition()
+
+    def _watch_losses(self, spool: Spool) -> None:
+        """Start watching ``spool`` for appends it refuses (see :meth:`_refused`)."""
+        # Write errors counted before now (a replay's failed unlinks) lost no record.
+        self._write_errors_seen = spool.stats().write_errors
+        self._next_loss_check = 0.0
+        self._spool_error: str | None = None
 
     def _shipper_for(self, spool: Spool) -> Shipper:
         settings = self.settings
@@ -219,7 +263,9 @@ class Durable:
         if self._forked:
             self._reopen_in_child()
         spool = self.spool
-        spool.append(ts_ns, line, key)
+        if not spool.append(ts_ns, line, key):
+            self._refused(spool)
+            return
         if self.shipper.pushing and spool.pending_bytes() > self._behind_bytes:
             # The spool's append makes no system call, so a thread logging flat out never
             # lets go of the GIL, and the shipper, which needs it back after each system call
@@ -229,6 +275,30 @@ class Durable:
             self._calls_behind += 1
             if not self._calls_behind % _YIELD_EVERY:
                 time.sleep(0)
+
+    def _refused(self, spool: Spool) -> None:
+        """An append returned False: report a write error or a full disk once.
+
+        A drop by the full policy is the documented behaviour, counted as ``dropped``; a write
+        error (a segment that cannot be allocated on a full disk, a failed copy) loses the
+        record too, and must not be visible only as a counter.
+        """
+        now = time.monotonic()
+        if now < self._next_loss_check:
+            return
+        self._next_loss_check = now + _LOSS_CHECK_S
+        errors = spool.stats().write_errors
+        if errors <= self._write_errors_seen:
+            return  # a drop by the full policy: counted as such
+        self._write_errors_seen = errors
+        needed = max(_spool_kwargs(self.settings)["segment_bytes"], 1)
+        problem = _storage_problem(spool.directory, needed)
+        self._spool_error = f"spool {spool.directory} cannot store records: {problem}"
+        _state.report_once(
+            f"spool-write:{spool.directory}",
+            f"records are being lost: {self._spool_error}; further losses are counted in "
+            "health()['write_errors'] without being reported again",
+        )
 
     # -- background work -----------------------------------------------------------------
 
@@ -308,7 +378,14 @@ class Durable:
             pipeline.handle("info", fields)
 
     def health(self) -> dict[str, Any]:
-        """Spool depth, oldest unsent age, sent, retried, dropped, dead-lettered and more."""
+        """Spool depth, oldest unsent age, sent, retried, dropped, dead-lettered and more.
+
+        ``spool_error`` is why the spool last refused to store a record (None: never). In a
+        forked child that has not logged yet, the counters are the child's own: all zero (the
+        spool and shipper in hand are the parent's).
+        """
+        if self._forked:
+            return _UNUSED_HEALTH.copy()
         stats = self.spool.stats()
         shipped = self.shipper.stats()
         oldest = stats.oldest_ts_ns
@@ -327,12 +404,19 @@ class Durable:
             "write_errors": stats.write_errors,
             "adopted": self._adopted,
             "last_error": shipped.get("last_error"),
+            "spool_error": self._spool_error,
         }
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def flush(self, timeout_s: float) -> bool:
-        """Ship everything spooled so far; True when the spool emptied in time."""
+        """Ship everything spooled so far; True when the spool emptied in time.
+
+        In a forked child that has not logged yet there is nothing of its own to ship: True at
+        once (the spool and shipper in hand are the parent's, closed in the child).
+        """
+        if self._forked:
+            return True
         return self.shipper.flush(timeout_s)
 
     def close(self, timeout_s: float) -> None:
@@ -364,8 +448,10 @@ class Durable:
         self._reopen_lock = threading.Lock()  # another thread may have held it at the fork
         self._threads = []
         self._adopting = None
+        self._adopted = 0
         self._adoption_rounds = 0
         self._adoption_done = threading.Condition()
+        self._spool_error = None
 
     def _reopen_in_child(self) -> None:
         with self._reopen_lock:
@@ -374,9 +460,28 @@ class Durable:
             self._stop = threading.Event()
             spool = _open_own_spool(self.settings)
             self.shipper = self._shipper_for(spool)
+            self._watch_losses(spool)
             self.spool = spool
             self._forked = False
             self._start_threads()
+
+
+#: :meth:`Durable.health` in a forked child before its first record: nothing of its own yet.
+_UNUSED_HEALTH: Final[dict[str, Any]] = {
+    "spool_records": 0,
+    "spool_bytes": 0,
+    "oldest_unsent_age_s": 0.0,
+    "sent": 0,
+    "retried": 0,
+    "dropped": 0,
+    "dead_lettered": 0,
+    "torn": 0,
+    "corrupt": 0,
+    "write_errors": 0,
+    "adopted": 0,
+    "last_error": None,
+    "spool_error": None,
+}
 
 
 def _remove_spool_files(directory: Path) -> None:
@@ -386,7 +491,8 @@ def _remove_spool_files(directory: Path) -> None:
             if _SPOOL_FILES.fullmatch(entry.name):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-    if not (directory / DEAD_LETTER_NAME).exists():
+    if not dead_letter_paths(directory):
+        # Kept with the lock, so that ``agent-logging drain`` still finds the dead letters.
         with contextlib.suppress(OSError):
             os.unlink(directory / "lock")
 

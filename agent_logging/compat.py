@@ -21,6 +21,16 @@ the on-disk spool and are shipped in batches by a background thread. The spool d
 Tags: ``application``, ``service``, ``service_name``, ``app`` or ``job`` names the service (the
 ``service_name`` label); the others become fields of every record (our labels stay few and
 static, as Loki recommends), and ``extra={"tags": {...}}`` on a call adds fields to that record.
+
+Levels: as with python-logging-loki, the stdlib levels (the logger's and the handler's own)
+decide what is shipped: the pipeline the handler configures passes every level, unless
+``AGENT_LOGGING_LEVEL`` sets a floor.
+
+A process that already called ``agent_logging.configure()`` with ``loki_url`` ships through that
+configuration. One configured without Loki makes the constructor raise ``ConfigurationError``:
+the handler would have to replace that configuration (its outputs, stdlib capture, level and
+processors) behind the application's back; give ``loki_url`` and ``spool_dir`` to that
+``configure()`` call instead, and its stdlib capture ships the records a ``LokiHandler`` would.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from typing import Any, Final
 
 from agent_logging import _config, _environ, _state
 from agent_logging._stdlib import StdlibBridge
+from agent_logging.errors import ConfigurationError
 
 __all__ = ["LokiHandler", "LokiQueueHandler"]
 
@@ -59,6 +70,11 @@ class LokiHandler(logging.Handler):
         tags: stream tags; see the module docstring for how they map.
         auth: ``(user, password)`` for basic authentication.
         version: accepted for compatibility ("0" or "1"); the push API used is always v1.
+
+    Raises:
+        ConfigurationError: ``agent_logging`` is already configured in this process without
+            Loki (see the module docstring), or the URL or spool directory is unusable.
+        SpoolError: the spool directory cannot be created or opened.
     """
 
     def __init__(
@@ -74,7 +90,17 @@ class LokiHandler(logging.Handler):
         self._fields = tags
         self._bridge = StdlibBridge()
         settings = _config.settings
-        if settings is None or settings.loki_url is None:
+        if settings is not None and settings.loki_url is None:
+            # Reconfiguring would drop the application's outputs, stdlib capture, level and
+            # processors (Settings does not even hold the processors): say what to do instead.
+            raise ConfigurationError(
+                "agent_logging is already configured in this process without Loki (by "
+                "agent_logging.configure(), or by a record logged before it); a LokiHandler "
+                "would replace that configuration: give loki_url= and spool_dir= to that "
+                f"configure() call (or set {_environ.LOKI_URL} and {_environ.SPOOL_DIR}) "
+                "instead of adding a LokiHandler"
+            )
+        if settings is None:
             base = url.removesuffix("/").removesuffix(_PUSH_SUFFIX)
             options: dict[str, Any] = {
                 "loki_url": base,
@@ -82,6 +108,10 @@ class LokiHandler(logging.Handler):
                 "capture_stdlib": False,
                 "output": "none",
             }
+            if not os.environ.get(_environ.LEVEL):
+                # python-logging-loki ships whatever its handler lets through: the stdlib
+                # levels filter, and the pipeline must not drop DEBUG behind them.
+                options["level"] = "debug"
             if auth is not None:
                 options["loki_username"], options["loki_password"] = auth
             _config.configure(service=service, **options)

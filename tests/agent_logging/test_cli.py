@@ -19,8 +19,11 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging import _cli, _state
+from agent_logging import _cli, _drain, _state
+from agent_logging._dead_letter import append_dead_letter
 from agent_logging._durable import DEAD_LETTER_NAME, Durable
+from agent_logging._entries import PushEntry
+from agent_logging._loki_client import LokiClient
 from agent_logging._render import rfc3339_ns
 from agent_logging._spool import Spool, read_all
 from tests.lokisim import Limits, LokiServer
@@ -69,6 +72,25 @@ def drain_args(root: Path, url: str, timeout_s: float) -> list[str]:
     return ["drain", "--spool-dir", str(root), "--loki-url", url, "--timeout-s", str(timeout_s)]
 
 
+NO_SPOOL = (
+    "a spool is a directory holding a `lock` file and `seg-*.spool` segment files; a service "
+    "configured with spool_dir=DIR (AGENT_LOGGING_SPOOL_DIR) keeps it in DIR/<service>/"
+)
+
+
+def dead_letter(path: Path, seq: int) -> PushEntry:
+    """Write one entry Loki refused to the dead-letter file ``path``, as the shipper does."""
+    ts_ns = time.time_ns() - 5_000_000_000 + seq * 1000
+    entry = PushEntry(
+        labels=(("env", "test"), ("layer", "node"), ("node_id", "n-1"), ("service_name", "dl")),
+        ts_ns=ts_ns,
+        line=record_line("dl", seq, ts_ns).decode(),
+        metadata=(),
+    )
+    append_dead_letter(path, entry, 400, "line too long", now_unix_s=time.time(), max_bytes=1 << 20)
+    return entry
+
+
 # -- status ---------------------------------------------------------------------------------------
 
 
@@ -115,6 +137,23 @@ def test_status_table_names_the_owner_of_a_live_spool(
     assert header.split() == ["spool", "owner", "records", "bytes", "oldest_s", "dead"]
     assert dead.split()[:3] == [str(root / "dead"), "-", "3"]
     assert live.split()[:3] == [str(root / "live"), str(os.getpid()), "2"]
+
+
+def test_status_one_level_too_high_suggests_where_the_spools_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead_spool(tmp_path / "spool" / "dead", 1)
+    assert _cli.main(["status", "--spool-dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"no spools under {tmp_path}\n"
+    assert captured.err == f"did you mean {tmp_path / 'spool'}?\n"
+
+
+def test_status_counts_the_rotated_dead_letter_file_too(tmp_path: Path) -> None:
+    dead_spool(tmp_path / "dead", 1)
+    dead_letter(tmp_path / "dead" / f"{DEAD_LETTER_NAME}.1", 0)
+    dead_letter(tmp_path / "dead" / DEAD_LETTER_NAME, 1)
+    assert _cli.spool_status(tmp_path / "dead")["dead_lettered"] == 2
 
 
 def test_status_of_a_spool_removed_meanwhile_is_empty(tmp_path: Path) -> None:
@@ -228,8 +267,67 @@ def test_drain_counts_dead_lettered_records_as_not_visible(
         assert loki.count() == 2
     err = capsys.readouterr().err
     assert "drain: 1 of 3 spooled records are NOT visible" in err
-    assert f"1 were refused by Loki (see {DEAD_LETTER_NAME})" in err
+    assert f"1 were refused by Loki (see {root / 'dead' / DEAD_LETTER_NAME}). " in err
     assert len((root / "dead" / DEAD_LETTER_NAME).read_bytes().splitlines()) == 1
+
+
+@pytest.mark.integration
+def test_drain_keeps_failing_while_dead_letters_are_not_in_loki(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "spool"
+    with Spool.open(root / "dead") as spool:
+        fill(spool, "dead", 2)
+        fill(spool, "dead", 1, pad="x" * 500)
+    letters = root / "dead" / DEAD_LETTER_NAME
+    advice = (
+        "Do not reimage yet. Dead letters are entries Loki refused, each with its labels, "
+        "timestamp, line and Loki's reason: fix the cause and push them again, or pass "
+        "--accept-dead-letters to accept their loss.\n"
+    )
+    with LokiServer(limits=Limits(max_line_size=400)) as loki:
+        assert _cli.main(drain_args(root, loki.url, 10.0)) == 1
+        first = capsys.readouterr().err
+        assert first.startswith("drain: 1 of 3 spooled records are NOT visible in Loki after ")
+        assert first.endswith(f"; 1 were refused by Loki (see {letters}). {advice}")
+        # The spool is empty now: a second run must not pass for that.
+        assert list(read_all(root / "dead")) == []
+        assert _cli.main(drain_args(root, loki.url, 10.0)) == 1
+        assert capsys.readouterr().err == (
+            f"drain: 1 records dead-lettered by an earlier run are NOT in Loki (see {letters}). "
+            + advice
+        )
+        assert _cli.main([*drain_args(root, loki.url, 10.0), "--accept-dead-letters"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("drain: all 0 spooled records from 1 spools are visible in Loki (")
+    assert out.endswith(
+        "; 1 dead-lettered records, not confirmed in Loki, are accepted as lost "
+        f"(--accept-dead-letters; see {letters})\n"
+    )
+
+
+@pytest.mark.integration
+def test_drain_passes_once_every_dead_letter_is_in_loki(
+    loki: LokiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A dead spool whose records all left, with a dead letter in each file (rotated and
+    # current); node_id was a label of their stream, as configure() makes it for node agents.
+    root = tmp_path / "spool"
+    dead_spool(root / "dl", 0)
+    older = dead_letter(root / "dl" / f"{DEAD_LETTER_NAME}.1", 0)
+    newer = dead_letter(root / "dl" / DEAD_LETTER_NAME, 1)
+    files = f"{root / 'dl' / (DEAD_LETTER_NAME + '.1')}, {root / 'dl' / DEAD_LETTER_NAME}"
+    with LokiClient(loki.url) as client:
+        assert client.push([older]).outcome == "ok"  # once the cause was fixed, say
+        assert _cli.main(drain_args(root, loki.url, 10.0)) == 1
+        assert capsys.readouterr().err.startswith(
+            f"drain: 1 records dead-lettered by an earlier run are NOT in Loki (see {files}). "
+        )
+        assert client.push([newer]).outcome == "ok"
+    assert _cli.main(drain_args(root, loki.url, 10.0)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("drain: all 0 spooled records from 1 spools are visible in Loki (")
+    assert out.endswith(" s); so are the 2 records of the dead-letter files\n")
 
 
 @pytest.mark.integration
@@ -269,7 +367,7 @@ def test_drain_waits_for_a_live_owner_to_ship_what_it_had_spooled(
             go_on.wait(20.0)
         return read_all(directory)
 
-    monkeypatch.setattr(_cli, "read_all", watched_read_all)
+    monkeypatch.setattr(_drain, "read_all", watched_read_all)
     codes: list[int] = []
     drainer = threading.Thread(
         target=lambda: codes.append(_cli.main(drain_args(root, loki.url, 10.0)))
@@ -297,6 +395,50 @@ def test_drain_waits_for_a_live_owner_to_ship_what_it_had_spooled(
     assert captured.out.startswith("drain: all 4 spooled records from 1 spools are visible in ")
     assert "drain:" not in captured.err  # no problem to report (the owner's warnings are there)
     agent_logging.shutdown(timeout_s=0.5)  # "owned, later" stays spooled
+
+
+# -- where the spools are -------------------------------------------------------------------------
+
+
+def test_drain_of_a_directory_without_spools_fails_saying_what_a_spool_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "unrelated").mkdir()
+    assert _cli.main(drain_args(tmp_path, "http://127.0.0.1:9", 5.0)) == 2
+    assert capsys.readouterr().err == (
+        f"agent-logging: --spool-dir {tmp_path} holds no spool ({NO_SPOOL}); give the "
+        "spool_dir the service was configured with, or pass --allow-empty if this node never "
+        "spooled\n"
+    )
+
+
+@pytest.mark.parametrize("allow_empty", [[], ["--allow-empty"]])
+def test_drain_one_level_too_high_fails_and_names_the_spool_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], allow_empty: list[str]
+) -> None:
+    # The reimage gate given the parent of the real spool_dir: "all 0 records are visible"
+    # would let a node with records spooled be reimaged.
+    dead_spool(tmp_path / "var" / "spool" / "svc", 3)
+    args = [*drain_args(tmp_path / "var", "http://127.0.0.1:9", 5.0), *allow_empty]
+    assert _cli.main(args) == 2
+    assert capsys.readouterr().err == (
+        f"agent-logging: --spool-dir {tmp_path / 'var'} holds no spool; did you mean "
+        f"{tmp_path / 'var' / 'spool'}? ({NO_SPOOL})\n"
+    )
+
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_drain_allow_empty_passes_a_node_that_never_spooled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    spool_dir = tmp_path / where
+    if where == "empty":
+        spool_dir.mkdir()
+    args = [*drain_args(spool_dir, "http://127.0.0.1:9", 5.0), "--allow-empty"]
+    assert _cli.main(args) == 0
+    assert capsys.readouterr().out == (
+        f"drain: no spool under {spool_dir}: nothing to ship (--allow-empty)\n"
+    )
 
 
 # -- bad arguments --------------------------------------------------------------------------------

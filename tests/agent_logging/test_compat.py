@@ -2,13 +2,17 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import logging_loki
 import orjson
 import pytest
 
+import agent_logging
 from agent_logging import compat
+from agent_logging.errors import ConfigurationError
 from tests.lokisim import LokiServer
 
 
@@ -54,3 +58,60 @@ def test_a_one_import_migration_ships_durably(
     assert orjson.loads(second.line)["team"] == "infra"
     assert "host" not in orjson.loads(second.line)
     assert list((tmp_path / "spool").iterdir()) == [tmp_path / "spool" / "legacy-app"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("handler_level", "variable", "shipped"),
+    [
+        (logging.DEBUG, None, ["debug", "info", "warning"]),
+        (logging.INFO, None, ["info", "warning"]),
+        (logging.DEBUG, "warning", ["warning"]),  # AGENT_LOGGING_LEVEL sets a floor
+    ],
+)
+def test_the_handlers_level_decides_what_ships(
+    loki: LokiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    handler_level: int,
+    variable: str | None,
+    shipped: list[str],
+) -> None:
+    # python-logging-loki ships whatever the handler lets through, DEBUG included.
+    monkeypatch.setenv("AGENT_LOGGING_SPOOL_DIR", str(tmp_path / "spool"))
+    if variable is not None:
+        monkeypatch.setenv("AGENT_LOGGING_LEVEL", variable)
+    handler = compat.LokiHandler(url=loki.url, tags={"application": "legacy-app"})
+    handler.setLevel(handler_level)
+    logger = logging.getLogger("legacy.levels")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("debug")
+        logger.info("info")
+        logger.warning("warning")
+        assert agent_logging.flush(timeout_s=10.0)
+    finally:
+        logger.removeHandler(handler)
+    records = [orjson.loads(entry.line) for entry in loki.entries()]
+    assert [(r["event"], r["level"]) for r in records] == [(name, name) for name in shipped]
+
+
+def test_a_handler_does_not_replace_a_configuration_without_loki(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: Callable[..., Any]
+) -> None:
+    local = captured()  # the application's own output, and stdlib capture (the default)
+    monkeypatch.setenv("AGENT_LOGGING_SPOOL_DIR", str(tmp_path / "spool"))
+    with pytest.raises(ConfigurationError) as refused:
+        compat.LokiHandler(url="http://127.0.0.1:9", tags={"application": "legacy-app"})
+    assert str(refused.value) == (
+        "agent_logging is already configured in this process without Loki (by "
+        "agent_logging.configure(), or by a record logged before it); a LokiHandler would "
+        "replace that configuration: give loki_url= and spool_dir= to that configure() call "
+        "(or set AGENT_LOGGING_LOKI_URL and AGENT_LOGGING_SPOOL_DIR) instead of adding a "
+        "LokiHandler"
+    )
+    logging.getLogger("app.module").warning("still captured")
+    assert [(r["event"], r["service"]) for r in local.records] == [("still captured", "svc")]
+    assert not (tmp_path / "spool").exists()

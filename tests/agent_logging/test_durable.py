@@ -7,6 +7,7 @@ holds afterwards. Outages, refusals and a full spool are injected on the server 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import logging
@@ -17,7 +18,7 @@ import time
 import tracemalloc
 import types
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,23 @@ def durable() -> Durable:
     sink = pipeline.sinks[0]
     assert isinstance(sink, Durable)
     return sink
+
+
+@pytest.fixture
+def reported() -> Iterator[list[str]]:
+    """What the library says on its internal logger (once per kind) during the test."""
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    _state.internal_logger.addHandler(handler)
+    try:
+        yield said
+    finally:
+        _state.internal_logger.removeHandler(handler)
+
+
+def losses(said: list[str]) -> list[str]:
+    return [message for message in said if message.startswith("records are being lost")]
 
 
 def stored_records(loki: LokiServer) -> list[dict[str, Any]]:
@@ -363,7 +381,7 @@ def test_a_poison_entry_is_dead_lettered_and_its_batch_mates_delivered(tmp_path:
     ("policy", "kept_end"), [("drop_oldest", "newest"), ("drop_newest", "oldest")]
 )
 def test_a_full_spool_applies_its_policy_counts_drops_and_delivers_the_rest(
-    loki: LokiServer, tmp_path: Path, policy: str, kept_end: str
+    loki: LokiServer, tmp_path: Path, policy: str, kept_end: str, reported: list[str]
 ) -> None:
     loki.go_down()
     configure(loki.url, tmp_path / "spool", spool_max_bytes=64 * 1024, spool_full_policy=policy)
@@ -375,6 +393,8 @@ def test_a_full_spool_applies_its_policy_counts_drops_and_delivers_the_rest(
     kept = full["spool_records"]
     assert 0 < kept < count
     assert full["dropped"] == count - kept
+    # The documented policy at work, counted as dropped: not a loss to report.
+    assert (full["write_errors"], full["spool_error"], losses(reported)) == (0, None, [])
 
     loki.come_up()
     assert durable().flush(timeout_s=15.0)
@@ -382,6 +402,60 @@ def test_a_full_spool_applies_its_policy_counts_drops_and_delivers_the_rest(
     expected = list(range(count - kept, count)) if kept_end == "newest" else list(range(kept))
     assert delivered == expected
     assert agent_logging.health()["dropped"] == count - kept
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("free_blocks", "reason"),
+    [
+        (0, "the disk is full (0 bytes free; a new segment needs 32,768)"),
+        (1 << 20, "a segment file could not be created or written"),
+    ],
+)
+def test_a_spool_that_cannot_store_records_is_reported_once_naming_it(
+    loki: LokiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reported: list[str],
+    free_blocks: int,
+    reason: str,
+) -> None:
+    loki.go_down()
+    configure(loki.url, tmp_path / "spool", spool_max_bytes=64 * 1024)  # 32 KiB segments
+    spool_dir = tmp_path / "spool" / "svc"
+    real_fallocate, real_statvfs = os.posix_fallocate, os.statvfs
+
+    def no_space(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def filesystem(path: Any) -> os.statvfs_result:
+        # 4 KiB blocks: 0 free, or 4 GiB free (a failure the disk's free space does not explain).
+        return os.statvfs_result((4096, 4096, 1 << 21, free_blocks, free_blocks, 0, 0, 0, 0, 255))
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)  # no new segment can be allocated
+    monkeypatch.setattr(os, "statvfs", filesystem)
+    log = agent_logging.get_logger("tests.disk")
+    count = 300
+    for seq in range(count):
+        log.info("filling", seq=seq, pad="x" * 500)
+    monkeypatch.setattr(os, "posix_fallocate", real_fallocate)
+    monkeypatch.setattr(os, "statvfs", real_statvfs)
+
+    health = agent_logging.health()
+    kept = health["spool_records"]
+    assert 0 < kept < count  # the first segment filled up, and no second one could be made
+    assert (health["write_errors"], health["dropped"]) == (count - kept, 0)
+    problem = f"spool {spool_dir} cannot store records: {reason}"
+    assert health["spool_error"] == problem
+    assert losses(reported) == [
+        f"records are being lost: {problem}; further losses are counted in "
+        "health()['write_errors'] without being reported again"
+    ]
+
+    log.info("after the disk has room again")  # the spool recovers on a fresh segment
+    loki.come_up()
+    assert durable().flush(timeout_s=15.0)
+    assert [r.get("seq") for r in stored_records(loki)] == [*range(kept), None]
 
 
 # -- 5. orphan adoption ---------------------------------------------------------------------------
@@ -574,6 +648,45 @@ def test_a_forked_child_that_never_logs_leaves_the_parents_spool_alone(
     loki.come_up()
     assert durable().flush(timeout_s=15.0)
     assert [r["event"] for r in stored_records(loki)] == ["parent, spooled while Loki is down"]
+
+
+@pytest.mark.integration
+def test_a_forked_child_that_never_logged_flushes_at_once_and_reports_its_own_health(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "spool"
+    configure(loki.url, root)
+    log = agent_logging.get_logger("tests.fork")
+    loki.go_down()
+    for seq in range(3):
+        log.info("parent, spooled while Loki is down", seq=seq)
+    assert agent_logging.health()["spool_records"] == 3
+
+    def child() -> int:  # pragma: no cover - runs in the child
+        said: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+        _state.internal_logger.addHandler(handler)
+        started = time.monotonic()
+        if agent_logging.flush(timeout_s=10.0) is not True:
+            return 3
+        if time.monotonic() - started > 2.0:  # without a guard it spins until the timeout
+            return 4
+        health = agent_logging.health()
+        own = {key: health[key] for key in (*HEALTH_KEYS, "write_errors", "last_error")}
+        if own != {**dict.fromkeys(HEALTH_KEYS, 0), "write_errors": 0, "last_error": None}:
+            return 5  # the parent's spool counts, as if they were the child's
+        if said:
+            return 6  # e.g. "SpoolError: ... belongs to the parent of a fork"
+        log.info("the child's own record")
+        if agent_logging.health()["spool_records"] != 1:
+            return 7
+        agent_logging.shutdown(timeout_s=0.5)  # Loki is down: it stays in the child's spool
+        return 0
+
+    assert run_in_child(child) == 0
+    assert agent_logging.health()["spool_records"] == 3  # the parent's, untouched
+    assert len(list(read_all(root / "svc"))) == 3
 
 
 @pytest.mark.integration
