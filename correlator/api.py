@@ -33,6 +33,7 @@ from correlator.errors import (
 )
 from correlator.ingest import FILE_KINDS, ingest_lines
 from correlator.model import IDENTIFIER_KEYS
+from correlator.sources._lines import without_bom
 from correlator.store import Store
 
 __all__ = ["STATUS", "create_app"]
@@ -73,7 +74,7 @@ async def _body_lines(request: Request, limit: int) -> list[bytes]:
         if size > limit:
             raise TooLargeError(f"request body is over {limit} bytes; split the evidence")
         chunks.append(chunk)
-    return b"".join(chunks).split(b"\n")
+    return without_bom(b"".join(chunks)).split(b"\n")
 
 
 def create_app(

@@ -29,6 +29,7 @@ from correlator._schema import columns_from_events, events_table
 from correlator.errors import InputError, QueryError
 from correlator.model import SOURCE_KINDS, Event, Reject
 from correlator.sources import Parser
+from correlator.sources._lines import without_bom
 from correlator.store import IngestResult, Store
 
 __all__ = [
@@ -86,10 +87,15 @@ def parser_for(kind: str) -> Parser:
 
 
 def read_lines(handle: IO[bytes], progress: Progress | None = None) -> Iterator[bytes]:
-    """Lines of a binary stream without their ``\\n`` (``.gz`` handled by the caller)."""
+    """Lines of a binary stream without their ``\\n`` (``.gz`` handled by the caller), the
+    first without a UTF-8 byte order mark."""
+    first = True
     for line in handle:
         if progress is not None:
             progress(len(line))
+        if first:
+            first = False
+            line = without_bom(line)
         yield line[:-1] if line.endswith(b"\n") else line
 
 

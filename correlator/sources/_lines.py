@@ -15,10 +15,36 @@ from typing import Any, Final
 
 from correlator.model import MAX_LINE_BYTES, Reject
 
-__all__ = ["EXCERPT_CHARS", "excerpt", "hasher", "iter_lines", "line_reject", "unreadable"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "UTF8_BOM",
+    "excerpt",
+    "hasher",
+    "iter_lines",
+    "line_reject",
+    "unreadable",
+    "without_bom",
+]
 
 #: How much of a line a reject keeps, in characters.
 EXCERPT_CHARS: Final = 200
+#: The UTF-8 byte order mark, which Windows editors and PowerShell put at the start of a file.
+UTF8_BOM: Final = b"\xef\xbb\xbf"
+
+
+def without_bom(start: bytes) -> bytes:
+    """The start of an input without its UTF-8 byte order mark, if it has one.
+
+    Inputs are read from their first line or first chunk: a mark left there fails the first
+    line's JSON, hides a whole JSON document, or ends up inside an nginx field.
+
+    Args:
+        start: the first line (or the whole body) of an input.
+
+    Returns:
+        ``start`` without a leading :data:`UTF8_BOM`.
+    """
+    return start[3:] if start.startswith(UTF8_BOM) else start
 
 
 def excerpt(raw: bytes) -> str:

@@ -76,6 +76,12 @@ def test_bad_lines_are_rejected_by_reason_and_batch_mates_kept(client: AsgiClien
     assert (data["accepted"], data["rejected"]) == (2, 2)
 
 
+def test_a_body_starting_with_a_byte_order_mark_loses_no_line(client: AsgiClient) -> None:
+    body = b"\xef\xbb\xbf" + orjson.dumps(RECORD) + b"\n" + orjson.dumps({**RECORD, "event": "x"})
+    response = client.post("/v1/evidence?source=ndjson", content=body, headers=_auth(TOKEN))
+    assert (response.json()["accepted"], response.json()["rejected"]) == (2, 0)
+
+
 def test_body_size_and_source_kind_are_checked(client: AsgiClient) -> None:
     too_big = client.post("/v1/evidence?source=ndjson", content=b"x" * 5000, headers=_auth(TOKEN))
     assert too_big.status_code == 413

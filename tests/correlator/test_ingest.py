@@ -313,3 +313,38 @@ def test_an_nginx_ingest_reads_only_what_lies_near_its_lines(
     assert _error_links(store) == [
         ("4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f")
     ]
+
+
+# -- a UTF-8 byte order mark -----------------------------------------------------------------
+
+SAMPLES = Path(__file__).parent / "samples"
+
+
+@pytest.mark.parametrize(
+    ("sample", "kind"),
+    [
+        ("ndjson/agent.jsonl", "agent"),
+        ("aap/job_4711.json", "aap"),
+        ("k8s/provisionrequests.json", "k8s"),
+        ("nginx/access.log", "nginx"),
+        ("nginx/error.log", "nginx"),
+        ("postgres/postgresql.csv", "postgres"),
+        ("postgres/postgresql.json", "postgres"),
+        ("workflow/transitions.jsonl", "workflow"),
+    ],
+)
+def test_a_byte_order_mark_changes_nothing(tmp_path: Path, sample: str, kind: str) -> None:
+    # Windows editors and PowerShell start a file with one: it used to cost the first line
+    # (or a whole JSON document), or end up inside an nginx field.
+    content = (SAMPLES / sample).read_bytes()
+    plain, marked = tmp_path / "plain", tmp_path / "marked"
+    plain.write_bytes(content)
+    marked.write_bytes(b"\xef\xbb\xbf" + content)
+    stored = []
+    for path in (plain, marked):
+        with Store(tmp_path / f"{path.name}.duckdb") as store:
+            result = ingest_paths(store, kind, [path])
+            rows = store.cursor().execute("SELECT hash, raw FROM events ORDER BY hash").fetchall()
+        stored.append((result.accepted, dict(result.rejected), rows))
+    assert stored[0][0] > 0
+    assert stored[1] == stored[0]
