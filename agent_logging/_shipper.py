@@ -14,14 +14,21 @@ pending (no ``pending_bytes``) ship until the spool is empty. Nothing leaves the
 (or a dead-letter write), so delivery is at-least-once and a crash costs only resends, which
 Loki de-duplicates (same stream, timestamp and line).
 
-Retryable failures (429, 5xx, timeouts, refused connections, and 401/403/404, which are our
-configuration's fault, not the data's) are retried forever with jittered exponential backoff:
-the spool's size cap, not the shipper, decides what is ever dropped. Refused content (other
-4xx: a line over ``max_line_size``, 256 KB by default; an entry older than
-``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; a body
-over a proxy's limit, 413) is bisected to isolate the entries Loki will not take; those go to
-a dead-letter file (``_dead_letter``). Loki 3 stores the valid entries of a partly refused
-push anyway, and resending them is harmless: it de-duplicates identical entries.
+Retryable failures (429, 5xx, timeouts, refused connections, and refusals of the request
+rather than of its entries: 401/403/404, a tenant ID Loki cannot take, the wrong scheme, 405,
+415, which are our configuration's fault, not the data's; see ``_loki_client``) are retried
+forever with jittered exponential backoff, one request per attempt: the spool's size cap, not
+the shipper, decides what is ever dropped. Refused entries (a 400 with one of Loki's entry
+refusals: a line over ``max_line_size``, 256 KB by default; an entry older than
+``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; ...) are
+bisected to isolate the entries Loki will not take; those go to a dead-letter file
+(``_dead_letter``), each once. Loki 3 stores the valid entries of a partly refused push
+anyway, and resending them is harmless: it de-duplicates identical entries. Should a single
+entry reached by a split be refused with the very message the whole batch was, and that
+message not be an entry refusal (a client classifying otherwise), the request is at fault:
+it is retried, not dead-lettered. A body over a size limit (413, Loki's or a proxy's) is
+halved until it passes, and later batches are kept below the size refused; nothing of it is
+dead-lettered, and a single entry still too large waits, retried, like any refused request.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 from agent_logging._dead_letter import DEAD_LETTER_MAX_BYTES, append_dead_letter
 from agent_logging._entries import PushEntry, RecordLike, entries_from_records, entry_from_record
-from agent_logging._loki_client import PushResult
+from agent_logging._loki_client import PushResult, is_entry_refusal
 from agent_logging.errors import ConfigurationError
 
 __all__ = ["PushClient", "Shipper", "ShipperStats", "SpoolLike"]
@@ -59,6 +66,9 @@ _LINGER_S: Final = 0.05
 
 # 2**62 * any initial backoff is far past any cap; bounding the exponent keeps floats finite.
 _MAX_EXPONENT: Final = 62
+
+# Content Too Large (RFC 9110 §15.5.14): the body is over a limit, of Loki or of a proxy.
+_TOO_LARGE: Final = 413
 
 
 class ShipperStats(TypedDict):
@@ -123,7 +133,7 @@ class PushClient(Protocol):
 class _Delivery(enum.Enum):
     DONE = "every record stored or dead-lettered: ack the batch"
     AGAIN = "the whole batch must be retried (backoff done): peek it again"
-    STOPPED = "stop or the deadline came first: leave the batch in the spool"
+    STOPPED = "stop or the deadline came first: ack the part done, leave the rest spooled"
 
 
 def _wait_event(event: threading.Event, timeout_s: float) -> bool:
@@ -138,6 +148,35 @@ def _reason_key(result: PushResult) -> str:
     return f"{result.outcome}:{result.reason.partition(':')[0]}"
 
 
+def _same_records(peeked: Sequence[RecordLike], expected: Sequence[RecordLike]) -> bool:
+    return len(peeked) == len(expected) and all(
+        a.ts_ns == b.ts_ns and a.payload == b.payload for a, b in zip(peeked, expected, strict=True)
+    )
+
+
+def _refuses_the_request(single: PushResult, whole: PushResult | None) -> bool:
+    """Whether one entry's refusal is in fact the request's (the safety net of bisection).
+
+    ``LokiClient`` answers ``reject`` only for Loki's entry refusals; a client that does
+    not (or a message that passes for one) would have every entry dead-lettered one by one.
+    One entry refused with the very message the whole batch was, when that message is not
+    one of Loki's entry refusals, says the request is at fault: retried, not dead-lettered.
+    """
+    return (
+        whole is not None
+        and (single.status, single.reason) == (whole.status, whole.reason)
+        and not is_entry_refusal(single.reason)
+    )
+
+
+def _as_request_refusal(result: PushResult) -> PushResult:
+    reason = (
+        f"HTTP {result.status}: one entry is refused as the whole batch was, so the request "
+        f"is at fault, not its entries; entries kept for retry: {result.reason}"
+    )
+    return PushResult("retry", result.status, result.retry_after_s, reason)
+
+
 class Shipper:
     """Ship a spool's records to Loki from one daemon thread.
 
@@ -150,7 +189,7 @@ class Shipper:
     Args:
         spool: the spool to drain.
         client: the Loki client.
-        max_batch_bytes: most record bytes per push.
+        max_batch_bytes: most record bytes per push (lowered for good after a 413).
         max_batch_records: most records per push.
         batch_interval_s: longest wait before shipping what is pending, however little.
         backoff_initial_s: backoff ceiling after the first failure.
@@ -445,13 +484,14 @@ class Shipper:
             timeout = -1.0 if deadline is None else max(0.0, deadline - self._clock())
             if not self._ship_lock.acquire(timeout=timeout):
                 return False
+            acked = 0
             try:
                 batch = self._spool.peek_batch(
                     max_records=self._max_batch_records, max_bytes=self._max_batch_bytes
                 )
                 if batch is None:
                     return None
-                outcome = self._deliver(
+                outcome, done = self._deliver(
                     batch.records,
                     deadline,
                     halt=halt,
@@ -459,20 +499,20 @@ class Shipper:
                 )
                 if outcome is _Delivery.DONE:
                     self._spool.ack(batch)
+                    acked = len(batch.records)
+                elif done:
+                    acked = self._ack_done_part(batch.records, done)
             finally:
                 self._ship_lock.release()
+            if acked:
+                self._note_acked(acked)
             if outcome is _Delivery.STOPPED:
                 return False
             if outcome is _Delivery.DONE:
-                break
+                return True
             # AGAIN: the whole batch failed and the backoff is over. Peek afresh rather than
             # resend the copy in memory: the peek fsyncs what was appended meanwhile (the
             # spool's ``batch`` policy) and fills the batch up to its limits.
-        with self._progress:
-            self._acked_records += len(batch.records)
-            self._progress_count += 1
-            self._progress.notify_all()
-        return True
 
     def _deliver(
         self,
@@ -481,16 +521,22 @@ class Shipper:
         *,
         halt: threading.Event,
         payload_bytes: int = -1,
-    ) -> _Delivery:
+    ) -> tuple[_Delivery, int]:
         """Push records until each is stored or dead-lettered, or stop/deadline comes.
 
         ``payload_bytes`` is the records' payload size when the spool counted it (-1: not).
+
+        Returns:
+            The outcome, and how many leading records are done (stored or dead-lettered):
+            all of them for DONE, none for AGAIN, those before the range in work for STOPPED.
         """
         # Half-open ranges still to push, the next one last. A refused range is replaced by
-        # its two halves; a retry in the middle of a split repeats only the range that
-        # failed, so parts already delivered are not resent while the batch is worked through.
+        # its two halves, the lower one next: every record below the next range is done. A
+        # retry in the middle of a split repeats only the range that failed, so parts already
+        # delivered are not resent while the batch is worked through.
         whole = (0, len(records))
         pending = [whole]
+        refused_whole: PushResult | None = None  # why the whole batch was refused, if it was
         while pending:
             low, high = pending[-1]
             result = self._push(records, low, high)
@@ -501,6 +547,11 @@ class Shipper:
                     payload_bytes = sum(len(r.payload) for r in shipped)
                 self._note_success(result, len(shipped), payload_bytes)
                 continue
+            if result.outcome == "reject":
+                if (low, high) == whole:
+                    refused_whole = result
+                elif high - low == 1 and _refuses_the_request(result, refused_whole):
+                    result = _as_request_refusal(result)
             if result.outcome == "reject":
                 with self._stats_lock:
                     self._last_status = result.status
@@ -517,16 +568,56 @@ class Shipper:
                     reason = f"cannot write dead-letter file {self.dead_letter_path}: {exc}"
                     self._note_failure(None, reason, "dead-letter-write")
                     if not self._backoff(None, deadline, halt=halt):
-                        return _Delivery.STOPPED
+                        return _Delivery.STOPPED, low
                     continue
                 pending.pop()
                 continue
+            if result.status == _TOO_LARGE and high - low > 1:
+                # A body over a size limit (Loki's, or a proxy's such as nginx's
+                # client_max_body_size, 1 MiB by default): about the request, so nothing is
+                # dead-lettered, but smaller requests pass. Halve it rather than wait for a
+                # limit that is not going to change.
+                self._note_too_large(records[low:high], result)
+                middle = (low + high) // 2
+                pending[-1] = (middle, high)
+                pending.append((low, middle))
+                continue
             self._note_failure(result, f"push to Loki failed, will retry: {result.reason}")
             if not self._backoff(result.retry_after_s, deadline, halt=halt):
-                return _Delivery.STOPPED
+                return _Delivery.STOPPED, low
             if pending == [whole]:
-                return _Delivery.AGAIN
-        return _Delivery.DONE
+                return _Delivery.AGAIN, 0
+        return _Delivery.DONE, len(records)
+
+    def _ack_done_part(self, records: Sequence[RecordLike], done: int) -> int:
+        """Ack the first ``done`` records of the head batch, each stored or dead-lettered.
+
+        Why now, when stop or a deadline cut a split short: the records dead-lettered so far
+        would otherwise stay spooled, and the next run would dead-letter them again (this
+        process's next flush, drain or adoption slice, or after a shutdown the next
+        process's). Remembering them in memory would not survive the process; the spool's
+        ack does, and it keeps the promise of a whole batch's ack: what is acked is in Loki
+        or in the fsynced dead-letter file, what follows is still spooled (at-least-once for
+        the good records), and the part delivered is not sent again either. The spool acks
+        batches only, so the part is peeked again as a batch of exactly those records; if
+        the head moved meanwhile (``drop_oldest``), nothing is acked. Only a crash between a
+        dead-letter write and this ack can still write one entry twice.
+
+        Returns:
+            How many records were acked: ``done``, or 0.
+        """
+        part = records[:done]
+        try:
+            batch = self._spool.peek_batch(
+                max_records=done, max_bytes=max(1, sum(len(r.payload) for r in part))
+            )
+            if batch is None or not _same_records(batch.records, part):
+                return 0
+            self._spool.ack(batch)
+        except Exception as exc:  # noqa: BLE001 - the part stays spooled, to be shipped again
+            self._report(f"cannot acknowledge shipped records: {type(exc).__name__}: {exc}", "ack")
+            return 0
+        return done
 
     def _push(self, records: Sequence[RecordLike], low: int, high: int) -> PushResult:
         """Push ``records[low:high]``; never raises."""
@@ -597,6 +688,30 @@ class Shipper:
             self._last_success_unix_s = self._wall_clock()
             self._consecutive_failures = 0
         self._reported.clear()
+
+    def _note_acked(self, records: int) -> None:
+        with self._progress:
+            self._acked_records += records
+            self._progress_count += 1
+            self._progress.notify_all()
+
+    def _note_too_large(self, records: Sequence[RecordLike], result: PushResult) -> None:
+        """Count a 413 and keep later batches below the size refused (halving it)."""
+        refused_bytes = sum(len(r.payload) for r in records)
+        limit = max(1, min(self._max_batch_bytes, refused_bytes // 2))
+        with self._stats_lock:
+            self._retried += 1
+            self._last_status = result.status
+            self._last_error = result.reason
+        if limit < self._max_batch_bytes:
+            # Read by the loop and the peeks; an int, so a racing read sees one or the other.
+            self._max_batch_bytes = limit
+            self._report(
+                f"a push of {len(records)} records ({refused_bytes} bytes) was refused as too "
+                f"large; sending it in halves, and at most {limit} bytes per push from now on: "
+                f"{result.reason}",
+                f"too-large:{limit}",
+            )
 
     def _note_failure(self, result: PushResult | None, message: str, key: str = "") -> None:
         with self._stats_lock:

@@ -21,6 +21,7 @@ from agent_logging._loki_client import (
     PushResult,
     QueriedEntry,
     classify_response,
+    is_entry_refusal,
     parse_retry_after,
 )
 from agent_logging._push import encode_protobuf
@@ -29,6 +30,17 @@ from agent_logging.errors import ConfigurationError
 ENTRY = PushEntry((("service_name", "svc"),), 1_700_000_000_000_000_001, '{"event":"x"}', ())
 
 Handler = Callable[[httpx.Request], httpx.Response]
+
+REQUEST_REFUSED = (
+    "the request was refused, not its entries (check the tenant, the URL and its scheme, "
+    "and any proxy in front of Loki)"
+)
+NGINX_PLAIN_HTTP = (
+    "<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n"
+    "<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n"
+    "<center>The plain HTTP request was sent to HTTPS port</center>\r\n"
+    "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
 
 
 @pytest.fixture
@@ -176,10 +188,20 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
         ),
         pytest.param(
             httpx.Response(413, text="request body too large"),
-            PushResult("reject", 413, None, "request body too large"),
+            PushResult(
+                "retry",
+                413,
+                None,
+                "HTTP 413: the push body is over a size limit of Loki or of a proxy in front "
+                "of it; entries kept for retry: request body too large",
+            ),
             id="413",
         ),
-        pytest.param(httpx.Response(422), PushResult("reject", 422, None, "HTTP 422"), id="422"),
+        pytest.param(
+            httpx.Response(422),
+            PushResult("retry", 422, None, f"HTTP 422: {REQUEST_REFUSED}; entries kept for retry"),
+            id="422",
+        ),
     ],
 )
 def test_push_status_outcomes(response: httpx.Response, expected: PushResult) -> None:
@@ -187,10 +209,95 @@ def test_push_status_outcomes(response: httpx.Response, expected: PushResult) ->
         assert client.push([ENTRY]) == expected
 
 
-def test_long_bodies_are_cut_in_reasons() -> None:
-    result = classify_response(400, "x" * 5000, None, now_unix_s=0.0)
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        pytest.param(
+            400,
+            "tenant ID 'team a/b' contains unsupported character ' '\n",
+            f"HTTP 400: {REQUEST_REFUSED}; entries kept for retry: "
+            "tenant ID 'team a/b' contains unsupported character ' '",
+            id="400-tenant",
+        ),
+        pytest.param(
+            400,
+            NGINX_PLAIN_HTTP,
+            f"HTTP 400: {REQUEST_REFUSED}; entries kept for retry: "
+            "400 The plain HTTP request was sent to HTTPS port",
+            id="400-nginx-html",
+        ),
+        pytest.param(
+            400,
+            "snappy: corrupt input\n",
+            f"HTTP 400: {REQUEST_REFUSED}; entries kept for retry: snappy: corrupt input",
+            id="400-undecodable-body",
+        ),
+        pytest.param(
+            400,
+            "stream '{service_name=\"svc\"}' includes structured metadata, but this feature is "
+            "disallowed. Please see `limits_config.allow_structured_metadata`",
+            f"HTTP 400: {REQUEST_REFUSED}; entries kept for retry: "
+            "stream '{service_name=\"svc\"}' includes structured metadata, but this feature is "
+            "disallowed. Please see `limits_config.allow_structured_metadata`",
+            id="400-metadata-disallowed",
+        ),
+        pytest.param(
+            405,
+            "",
+            "HTTP 405: this URL does not take a push (a proxy, or not Loki's push URL); "
+            "entries kept for retry",
+            id="405",
+        ),
+        pytest.param(
+            415,
+            "<html><body><h1>415 Unsupported Media Type</h1></body></html>",
+            "HTTP 415: the push body's content type is refused (a proxy or gateway); "
+            "entries kept for retry: 415 Unsupported Media Type",
+            id="415-html-without-title",
+        ),
+    ],
+)
+def test_refusals_of_the_request_are_retried(status: int, body: str, reason: str) -> None:
+    result = classify_response(status, body, None, now_unix_s=NOW)
 
-    assert result.reason == "x" * 1024 + "..."
+    assert result == PushResult("retry", status, None, reason)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Max entry size '300' bytes exceeded for stream '{service_name=\"svc\"}' while adding "
+        "an entry with length '412' bytes",
+        "entry for stream '{service_name=\"svc\"}' has timestamp too old: 2023-11-01T00:00:00Z, "
+        "oldest acceptable timestamp is: 2023-11-07T22:13:20Z",
+        "entry for stream '{service_name=\"svc\"}' has timestamp too new: 2023-11-15T00:00:00Z",
+        "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry too far "
+        "behind, entry timestamp is: 2023-11-14T20:00:00Z, oldest acceptable timestamp is: "
+        "2023-11-14T21:13:20Z',\nuser 'fake', total ignored: 1 out of 3 for stream: "
+        '{service_name="svc"}',
+        "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry out of "
+        'order\' for stream: {service_name="svc"}',
+        'entry for stream \'{a="1", service_name="svc"}\' has 16 label names; limit 15',
+        "stream '{service_name=\"svc\"}' has label value too long: 'xxx'",
+        "stream '{service_name=\"svc\"}' has structured metadata too large: '70000' bytes, "
+        "limit: '65536' bytes. Please see `limits_config.max_structured_metadata_size`",
+        "2 errors like: Max entry size '300' bytes exceeded for stream '{a=\"b\"}' while "
+        "adding an entry with length '412' bytes; 1 errors like: entry for stream "
+        "'{a=\"b\"}' has timestamp too new: 2023-11-15T00:00:00Z",
+        "couldn't parse labels: 1:12: parse error: unexpected end of label set",
+    ],
+)
+def test_lokis_entry_refusals_are_rejected(body: str) -> None:
+    result = classify_response(400, body + "\n", None, now_unix_s=NOW)
+
+    assert result == PushResult("reject", 400, None, body)
+    assert is_entry_refusal(body)
+
+
+def test_long_bodies_are_cut_in_reasons() -> None:
+    result = classify_response(500, "x" * 5000, None, now_unix_s=0.0)
+
+    assert result.reason == "HTTP 500: " + "x" * 1024 + "..."
 
 
 @pytest.mark.parametrize(

@@ -1052,3 +1052,310 @@ def test_line_too_long_is_dead_lettered_with_lokis_reason(tmp_path: Path) -> Non
             assert spool.stats().records == 0
         finally:
             spool.close()
+
+
+# -- refusals of the request: kept spooled and retried, never dead-lettered -------------------
+
+REQUEST_REFUSED = (
+    "the request was refused, not its entries (check the tenant, the URL and its scheme, "
+    "and any proxy in front of Loki)"
+)
+NGINX_PLAIN_HTTP = (
+    "<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n"
+    "<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n"
+    "<center>The plain HTTP request was sent to HTTPS port</center>\r\n"
+    "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
+
+
+@pytest.fixture
+def sim_options(tmp_path: Path, fake_time: FakeTime, errors: list[str]) -> dict[str, Any]:
+    """Shipper options for a Loki test server: backoffs recorded, not slept."""
+    return {
+        "dead_letter_path": tmp_path / "dl.jsonl",
+        "default_labels": LABELS,
+        "on_error": errors.append,
+        "rng": MaxJitter(),
+        "clock": fake_time.clock,
+        "wall_clock": lambda: WALL,
+        "wait": fake_time.wait,
+    }
+
+
+def pushes_seen(server: LokiServer) -> list[tuple[int, int]]:
+    """Each push request's status and how many entries it carried."""
+    return [(r.status, r.entries_in_body) for r in server.requests]
+
+
+def spool_all(spool: Spool, records: list[tuple[int, bytes]]) -> None:
+    for ts_ns, data in records:
+        spool.append(ts_ns, data)
+
+
+@pytest.mark.integration
+def test_a_tenant_loki_refuses_keeps_the_batch_spooled_and_retried(
+    real_spool: Spool,
+    tmp_path: Path,
+    fake_time: FakeTime,
+    errors: list[str],
+    sim_options: dict[str, Any],
+) -> None:
+    records = now_payloads(5)
+    spool_all(real_spool, records)
+    with LokiServer(auth_enabled=True) as server:
+        with LokiClient(server.url, tenant="team a/b") as client:
+            shipper = Shipper(real_spool, client, **sim_options)
+
+            assert shipper.ship_pending(5.0) is False
+
+        # One request of the whole batch per attempt, no split, nothing dead-lettered.
+        assert pushes_seen(server) == [(400, 5)] * 4
+        assert fake_time.waits == [0.5, 1.0, 2.0, 1.5]
+        assert not (tmp_path / "dl.jsonl").exists()
+        assert real_spool.stats().records == 5
+        stats = shipper.stats()
+        assert (stats["retried"], stats["dead_lettered"], stats["last_status"]) == (4, 0, 400)
+        assert errors == [
+            f"push to Loki failed, will retry: HTTP 400: {REQUEST_REFUSED}; entries kept for "
+            "retry: tenant ID 'team a/b' contains unsupported character ' '"
+        ]
+
+        # The tenant fixed, everything kept is delivered.
+        with LokiClient(server.url, tenant="team-a") as fixed:
+            assert Shipper(real_spool, fixed, **sim_options).ship_pending(10.0)
+        stored = sorted(e.line for e in server.entries("team-a"))
+        assert stored == sorted(data.decode() for _, data in records)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("status", "body", "count", "shown"),
+    [
+        pytest.param(
+            400, NGINX_PLAIN_HTTP, 3, "400 The plain HTTP request was sent to HTTPS port", id="400"
+        ),
+        pytest.param(405, "", 3, "this URL does not take a push", id="405"),
+        pytest.param(
+            415,
+            "<html><body><h1>415 Unsupported Media Type</h1></body></html>",
+            3,
+            "415 Unsupported Media Type",
+            id="415",
+        ),
+        pytest.param(413, "request body too large", 1, "request body too large", id="413-one"),
+        pytest.param(
+            400,
+            "error at least one valid stream is required for ingestion",
+            3,
+            "error at least one valid stream is required for ingestion",
+            id="400-not-an-entry-refusal",
+        ),
+    ],
+)
+def test_a_gateway_refusing_the_request_dead_letters_nothing(
+    status: int,
+    body: str,
+    count: int,
+    shown: str,
+    real_spool: Spool,
+    loki: LokiServer,
+    tmp_path: Path,
+    errors: list[str],
+    sim_options: dict[str, Any],
+) -> None:
+    records = now_payloads(count)
+    spool_all(real_spool, records)
+    loki.fail_next(4, status, body=body)
+    with LokiClient(loki.url) as client:
+        shipper = Shipper(real_spool, client, **sim_options)
+
+        assert shipper.ship_pending(5.0) is False
+
+        assert pushes_seen(loki) == [(status, count)] * 4
+        assert not (tmp_path / "dl.jsonl").exists()
+        assert real_spool.stats().records == count
+        assert shipper.stats()["dead_lettered"] == 0
+        (message,) = errors
+        assert message.startswith(f"push to Loki failed, will retry: HTTP {status}: ")
+        assert "entries kept for retry" in message
+        assert shown in message
+
+        # The gateway fixed, everything kept is delivered.
+        assert shipper.ship_pending(10.0)
+    assert sorted(e.line for e in loki.entries()) == sorted(d.decode() for _, d in records)
+
+
+@pytest.mark.integration
+def test_a_body_too_large_is_halved_and_later_batches_kept_below_it(
+    real_spool: Spool,
+    loki: LokiServer,
+    tmp_path: Path,
+    errors: list[str],
+    sim_options: dict[str, Any],
+) -> None:
+    first = now_payloads(4)
+    spool_all(real_spool, first)
+    size = sum(len(data) for _, data in first)
+    loki.fail_next(1, 413, body="request body too large")
+    with LokiClient(loki.url) as client:
+        shipper = Shipper(real_spool, client, **sim_options)
+
+        assert shipper.ship_pending(10.0)
+        later = now_payloads(4)
+        spool_all(real_spool, later)
+        assert shipper.ship_pending(10.0)
+
+    assert pushes_seen(loki) == [(413, 4), (204, 2), (204, 2), (204, 2), (204, 2)]
+    assert sorted(e.line for e in loki.entries()) == sorted(d.decode() for _, d in first + later)
+    assert not (tmp_path / "dl.jsonl").exists()
+    assert shipper.stats()["retried"] == 1
+    assert errors == [
+        f"a push of 4 records ({size} bytes) was refused as too large; sending it in halves, "
+        f"and at most {size // 2} bytes per push from now on: HTTP 413: the push body is over "
+        "a size limit of Loki or of a proxy in front of it; entries kept for retry: request "
+        "body too large"
+    ]
+
+
+class EveryRefusalRejects:
+    """A client taking every refusal but 401/403/404 for refused entries, as LokiClient did."""
+
+    def __init__(self, inner: LokiClient) -> None:
+        self.inner = inner
+
+    def push(self, entries: Any) -> PushResult:
+        result = self.inner.push(entries)
+        if result.outcome == "retry" and result.status == 400:
+            return PushResult("reject", 400, None, result.reason.rpartition("retry: ")[2])
+        return result
+
+    def after_fork_in_child(self) -> None:
+        self.inner.after_fork_in_child()
+
+
+@pytest.mark.integration
+def test_one_entry_refused_as_the_whole_batch_was_is_a_refused_request(
+    real_spool: Spool,
+    tmp_path: Path,
+    fake_time: FakeTime,
+    errors: list[str],
+    sim_options: dict[str, Any],
+) -> None:
+    spool_all(real_spool, now_payloads(4))
+    with LokiServer(auth_enabled=True) as server, LokiClient(server.url, tenant="a b") as inner:
+        shipper = Shipper(real_spool, EveryRefusalRejects(inner), **sim_options)
+
+        assert shipper.ship_pending(5.0) is False
+
+        # Split down to the first entry, which is refused as the batch was: then retried.
+        assert pushes_seen(server) == [(400, 4), (400, 2), (400, 1), (400, 1), (400, 1), (400, 1)]
+    assert fake_time.waits == [0.5, 1.0, 2.0, 1.5]
+    assert not (tmp_path / "dl.jsonl").exists()
+    assert real_spool.stats().records == 4
+    assert shipper.stats()["dead_lettered"] == 0
+    assert errors == [
+        "push to Loki failed, will retry: HTTP 400: one entry is refused as the whole batch "
+        "was, so the request is at fault, not its entries; entries kept for retry: tenant ID "
+        "'a b' contains unsupported character ' '"
+    ]
+
+
+# -- each refused entry is dead-lettered once -------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_split_cut_short_does_not_dead_letter_an_entry_twice(
+    tmp_path: Path, errors: list[str], sim_options: dict[str, Any]
+) -> None:
+    records = now_payloads(4)
+    records[0] = (records[0][0], payload(0, padding="x" * 400))
+    with LokiServer(limits=Limits(max_line_size=300)) as server, LokiClient(server.url) as client:
+
+        def on_error(message: str) -> None:
+            errors.append(message)
+            if message.startswith("Loki refused an entry"):
+                server.fail_next(1, 503)  # Loki is busy right after the dead letter
+
+        spool = Spool.open(tmp_path / "spool")
+        try:
+            spool_all(spool, records)
+            options = {**sim_options, "on_error": on_error}
+            # A backoff longer than what is left of the deadline: the split is cut short,
+            # as shutdown, a drain's deadline or an adoption's 1 s slices cut it.
+            slow = Shipper(spool, client, backoff_initial_s=100.0, **options)
+
+            assert slow.ship_pending(1.0) is False
+
+            assert pushes_seen(server) == [(400, 4), (400, 2), (400, 1), (503, 1)]
+            # The dead-lettered entry left the spool with its split's delivered part (none).
+            assert spool.stats().records == 3
+        finally:
+            spool.close()
+
+        # The next process, opening the spool, ships the rest.
+        spool = Spool.open(tmp_path / "spool")
+        try:
+            assert spool.stats().records == 3
+            assert Shipper(spool, client, **options).ship_pending(10.0)
+            assert spool.stats().records == 0
+        finally:
+            spool.close()
+
+        assert pushes_seen(server)[4:] == [(204, 3)]
+        assert sorted(e.line for e in server.entries()) == sorted(
+            d.decode() for _, d in records[1:]
+        )
+    (letter,) = dead_letters(tmp_path / "dl.jsonl")
+    assert letter["line"] == records[0][1].decode()
+    assert slow.stats()["dead_lettered"] == 1
+
+
+def test_a_split_cut_short_acks_the_part_delivered_and_dead_lettered(
+    spool: FakeSpool,
+    fake_loki: FakeLoki,
+    tmp_path: Path,
+    make_shipper: Callable[..., Shipper],
+) -> None:
+    lines = fill(spool, 6, poison=(1,))
+    # [0..5] refused; [0..2] refused; [0] ok; [1,2] refused; [1] dead letter; [2] 503 (cut).
+    fake_loki.script = {5: httpx.Response(503)}
+    shipper = make_shipper(spool, backoff_initial_s=100.0)
+
+    assert shipper.ship_pending(1.0) is False
+
+    assert spool.stats().records == 4
+    assert shipper.ship_pending(10.0)
+    assert fake_loki.pushes[6:] == [lines[2:]]
+    assert [d["line"] for d in dead_letters(tmp_path / "dead" / "letters.jsonl")] == [lines[1]]
+    assert shipper.stats()["dead_lettered"] == 1
+
+
+@pytest.mark.parametrize("trouble", ["head moved", "peek fails"])
+def test_the_part_done_is_not_acked_when_the_spool_changed_or_fails(
+    trouble: str,
+    spool: FakeSpool,
+    fake_loki: FakeLoki,
+    fake_time: FakeTime,
+    errors: list[str],
+    make_shipper: Callable[..., Shipper],
+) -> None:
+    fill(spool, 4, poison=(0,))
+    fake_loki.script = {3: httpx.Response(503)}
+
+    def wait(event: threading.Event, timeout_s: float) -> bool:
+        # During the backoff after the 503 (cut to the deadline): the spool drops its oldest
+        # record (drop_oldest), or its next read fails.
+        if trouble == "head moved":
+            spool.ack(FakeBatch(tuple(spool._records[:1]), 0, 1))
+        else:
+            spool.peek_errors.append(RuntimeError("disk on fire"))
+        return fake_time.wait(event, timeout_s)
+
+    shipper = make_shipper(spool, wait=wait, backoff_initial_s=100.0)
+
+    assert shipper.ship_pending(1.0) is False
+
+    # Nothing acked on the shipper's behalf: what it peeks no longer matches, or fails.
+    assert spool.stats().records == (3 if trouble == "head moved" else 4)
+    if trouble == "peek fails":
+        assert errors[-1] == "cannot acknowledge shipped records: RuntimeError: disk on fire"
