@@ -12,7 +12,9 @@ process. Two mechanisms, both conservative about what they keep:
 
 What is kept is what makes the line useful: the key, the auth scheme, the URL's user and host.
 This module applies both mechanisms to values and records; the public names of the other two
-are re-exported here.
+are re-exported here. No value is left for a renderer to turn into text unseen: any mapping
+and a dataclass become plain dicts, redacted as such, and any other object its redacted
+``str()`` (see :func:`redact_value`).
 
 It runs on every log call (the whole call has ~5 µs), so it is built around a prefilter: a
 string is scanned only if it contains a trigger (``:``, ``=`` or one of a few token prefixes),
@@ -26,8 +28,15 @@ strings were seen before, 2.7 µs when the event and a path are new on every cal
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
+from datetime import date, time
+from enum import Enum
 from typing import Any, Final
+from urllib.parse import ParseResult, ParseResultBytes, SplitResult, SplitResultBytes
+from uuid import UUID
 
 from agent_logging._secrets import (
     CLEAN_MAX_CHARS,
@@ -50,6 +59,16 @@ _SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *CONTEX
 #: Value types that cannot hold text.
 _SCALARS: Final = frozenset({int, float, bool})
 
+#: Types that cannot hold a secret, which orjson encodes by content or ``str()`` shows as a
+#: number (subclasses of int and float, IntEnum among them): kept as they are.
+_KEPT: Final = (int, float, complex, date, time, UUID)
+
+#: Key types orjson encodes (``OPT_NON_STR_KEYS``); others are turned into text.
+_NATIVE_KEYS: Final = (int, float, bool, type(None), date, time, UUID, Enum)
+
+#: ``urlsplit``/``urlparse`` results, whose netloc may hold a password.
+_URL_PARTS: Final = (SplitResult, ParseResult, SplitResultBytes, ParseResultBytes)
+
 #: Deeper containers are replaced whole: fail closed, and cycles end.
 _MAX_DEPTH: Final = 32
 
@@ -62,19 +81,25 @@ _scan, _scan_unfiltered = scan, scan_unfiltered
 
 
 def redact_value(value: object) -> object:
-    """``value`` with secrets redacted, recursively through dicts, lists and tuples.
+    """``value`` with secrets redacted, recursively through mappings, lists, tuples and sets.
 
-    Under a sensitive key (:func:`is_sensitive_key`) the whole value becomes
-    :data:`REDACTED`, whatever it is; strings (and UTF-8 bytes) go through
-    :func:`redact_text`; other objects are returned as they are. Containers nested deeper
-    than 32 levels are replaced whole (this also ends cycles).
+    Under a sensitive key (:func:`is_sensitive_key`: a mapping's key, a namedtuple's field)
+    the whole value becomes :data:`REDACTED`, whatever it is; strings (and UTF-8 bytes) go
+    through :func:`redact_text`, and so do string keys. Any other mapping (requests'
+    ``CaseInsensitiveDict``, ``MappingProxyType``) and a dataclass instance become a plain
+    dict, redacted the same way; a ``urlsplit``/``urlparse`` result loses the password of its
+    netloc; an exception becomes the text ``traceback`` ends with (``RuntimeError: message``)
+    and any other object its ``str()``, both redacted. Numbers, ``None``, dates, times and UUIDs
+    are kept. Containers nested deeper than 32 levels are replaced whole (this also ends
+    cycles).
 
     Args:
         value: any object; it is never mutated.
 
     Returns:
-        ``value`` itself when nothing changed, else a copy (a plain dict, list or tuple;
-        namedtuples keep their type).
+        ``value`` itself when nothing changed (a ``dict`` subclass, list, tuple or set), else
+        a copy (a plain dict, list or tuple; namedtuples keep their type; a set becomes a list
+        in ``repr`` order, as it is rendered) or the redacted text.
     """
     return _redact_value(value, 0)
 
@@ -89,28 +114,63 @@ def _redact_value(value: object, depth: int) -> object:
         return redact_text(value)
     if value is None or type(value) in _SCALARS:
         return value
-    if depth >= _MAX_DEPTH and isinstance(value, dict | list | tuple):
+    if depth >= _MAX_DEPTH:
         return REDACTED
     if isinstance(value, dict):
-        return _redact_dict(value, depth)
+        return _redact_mapping(value, depth)
     if isinstance(value, list | tuple):
         return _redact_sequence(value, depth)
     if isinstance(value, str):
         return redact_text(value)
-    if isinstance(value, bytes):
-        text = value.decode("utf-8", "surrogateescape")
+    return _redact_other(value, depth)
+
+
+def _redact_other(value: object, depth: int) -> object:
+    """The types not on the fast path: off it, so plain str and int fields pay nothing."""
+    # An object is turned into redacted text (or a plain dict) here rather than redacted by
+    # the JSON renderer's str() fallback: the console sink shows the record's objects through
+    # structlog's renderer, and orjson encodes dataclasses itself without any fallback, so only
+    # here does nothing escape. It costs no more: the renderer would call str() on it anyway,
+    # and now finds text instead. What is kept here each renderer shows by its content.
+    if isinstance(value, _KEPT):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        text = bytes(value).decode("utf-8", "surrogateescape")
         redacted = redact_text(text)
         return value if redacted is text else redacted.encode("utf-8", "surrogateescape")
-    return value
+    if isinstance(value, Mapping):
+        return _redact_mapping(value, depth)
+    if isinstance(value, set | frozenset):
+        items = [_redact_value(item, depth + 1) for item in value]
+        if all(new is item for new, item in zip(items, value, strict=True)):
+            return value
+        return sorted(items, key=repr)
+    if isinstance(value, BaseException):
+        # As a traceback ends with it: the type says more than the message alone.
+        return redact_text("".join(traceback.format_exception_only(value)).rstrip("\n"))
+    if isinstance(value, Enum):  # orjson encodes its value
+        inner = _redact_value(value.value, depth + 1)
+        return value if inner is value.value else inner
+    if is_dataclass(value) and not isinstance(value, type):  # orjson encodes its fields
+        return _redact_mapping(_fields(value), depth)
+    return redact_text(_text(value))
 
 
-def _redact_dict(value: dict[Any, Any], depth: int) -> object:
+def _redact_mapping(value: Mapping[Any, Any], depth: int) -> object:
+    """A dict comes back as itself when nothing changed; any other mapping as a plain dict,
+    which orjson encodes as an object (it would ``str()`` the mapping, unredacted)."""
+    if not isinstance(value, dict):
+        return _rebuilt(value, depth)
     copy: dict[Any, Any] | None = None
     for key, item in value.items():
-        if isinstance(key, str) and is_sensitive_key(key):
-            new = _redacted(item)
-        else:
+        if type(key) is str or isinstance(key, str):
+            if key not in clean_texts and redact_text(key) is not key:
+                return _rebuilt(value, depth)  # a DSN or a URL as a key: rare
+            new = _redacted(item) if is_sensitive_key(key) else _redact_value(item, depth + 1)
+        elif isinstance(key, _NATIVE_KEYS):
             new = _redact_value(item, depth + 1)
+        else:
+            return _rebuilt(value, depth)
         if new is not item:
             if copy is None:
                 copy = dict(value)
@@ -118,10 +178,34 @@ def _redact_dict(value: dict[Any, Any], depth: int) -> object:
     return value if copy is None else copy
 
 
+def _rebuilt(value: Mapping[Any, Any], depth: int) -> dict[Any, Any]:
+    """A plain dict of ``value`` redacted, its keys too: a key orjson refuses (a tuple, an
+    object) would lose the whole record, so it becomes text."""
+    copy: dict[Any, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) and not isinstance(key, _NATIVE_KEYS):
+            key = _text(key)
+        if isinstance(key, str):
+            new = _redacted(item) if is_sensitive_key(key) else _redact_value(item, depth + 1)
+            copy[redact_text(key)] = new
+        else:
+            copy[key] = _redact_value(item, depth + 1)
+    return copy
+
+
 def _redact_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> object:
+    names: tuple[str, ...] = ()
+    if type(value) is not list and type(value) is not tuple:
+        if isinstance(value, _URL_PARTS):
+            value = _without_password(value)
+        # A namedtuple's fields are keys: Credentials(user="bob", password="hunter2").
+        names = _field_names(value)
     items: list[Any] | None = None
     for index, item in enumerate(value):
-        new = _redact_value(item, depth + 1)
+        if index < len(names) and is_sensitive_key(names[index]):
+            new = _redacted(item)
+        else:
+            new = _redact_value(item, depth + 1)
         if new is not item:
             if items is None:
                 items = list(value)
@@ -132,6 +216,41 @@ def _redact_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> object:
         return items
     make: Callable[[list[Any]], object] | None = getattr(type(value), "_make", None)
     return make(items) if make is not None else tuple(items)
+
+
+def _field_names(value: object) -> tuple[str, ...]:
+    names = getattr(type(value), "_fields", ())
+    if isinstance(names, tuple) and all(isinstance(name, str) for name in names):
+        return names
+    return ()
+
+
+def _without_password(value: Any) -> Any:
+    """A ``urlsplit``/``urlparse`` result with the password of its netloc redacted: its parts
+    hold no ``scheme://``, so the URL pattern of :func:`redact_text` cannot see it."""
+    if isinstance(value, SplitResultBytes | ParseResultBytes):
+        text = value.decode("utf-8", "surrogateescape")
+        redacted = _without_password(text)
+        return value if redacted is text else redacted.encode("utf-8", "surrogateescape")
+    userinfo, at, host = value.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not (at and colon) or password == REDACTED:
+        return value
+    return value._replace(netloc=f"{user}:{REDACTED}@{host}")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A dataclass instance's fields, as orjson would encode them; one unset is left out."""
+    missing = object()
+    fields = {field.name: getattr(value, field.name, missing) for field in dataclass_fields(value)}
+    return {name: item for name, item in fields.items() if item is not missing}
+
+
+def _text(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - like traceback: a broken __str__ must not lose the record
+        return f"<unprintable {type(value).__name__} object>"
 
 
 def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, bool], ...]:

@@ -49,6 +49,9 @@ def rfc3339_ns(ts_ns: int) -> str:
 
 
 def _default(value: object) -> object:
+    # Redaction ran first: each object it does not keep as it is (a number, a date, a UUID)
+    # it turned into redacted text or a plain dict, and it redacted a namedtuple's items
+    # (_redact._redact_other). What str() shows here was redacted already.
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "backslashreplace")
     if isinstance(value, set | frozenset):

@@ -9,7 +9,10 @@ records; which keys name a secret is ``_sensitive_keys``'s to say.
 Recognised wherever they appear: PEM private keys, credentials in URLs, JWTs, AWS access key
 ids, GitHub, GitLab, Slack and Stripe tokens, ``Bearer <token>``, and the value of a
 ``key=value``/``key: value``/``"key": "value"`` pair whose key is sensitive. What is kept is
-what makes the line useful: the key, the auth scheme, the URL's user and host.
+what makes the line useful: the key, the auth scheme of an ``Authorization`` value, the URL's
+user and host. The value of any other sensitive key is redacted whole, with the credential
+that follows an auth scheme in it: ``X-Auth-Token: Bearer abc`` becomes
+``X-Auth-Token: [REDACTED]``.
 
 Cost: a string is scanned only if it contains a trigger (``:``, ``=`` or one of a few token
 prefixes), and clean strings up to 256 characters are remembered. A new 60-character string
@@ -17,10 +20,11 @@ without a trigger costs ~0.4 µs, one with ``:`` or ``=`` ~1.1 µs, one holding 
 (``python -m timeit`` on the 2-core development VM, best of 9).
 
 Known limits (a log line is text, not a parsed document): a value is cut at whitespace or
-``& , ;`` unless quoted, so an unquoted password holding those characters is redacted only up
-to them; ``token: expired`` loses ``expired``; ``Bearer`` outside a header is redacted only when
-followed by at least 16 token characters, so ``Bearer of bad news`` is kept; ``--password
-hunter2`` (space, no ``=``) and XML elements are not recognised.
+``& , ;`` unless quoted (an auth scheme that starts it is taken with the word after it), so an
+unquoted password holding those characters is redacted only up to them; ``token: expired``
+loses ``expired``; ``Bearer`` outside a header is redacted only when followed by at least 16
+token characters, so ``Bearer of bad news`` is kept; ``--password hunter2`` (space, no ``=``)
+and XML elements are not recognised.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from agent_logging._sensitive_keys import KEY_ENDINGS, has_key_word, is_sensitive_key
+from agent_logging._sensitive_keys import has_key_word, is_sensitive_key
 
 __all__ = [
     "CLEAN_MAX_CHARS",
@@ -262,7 +266,8 @@ def _kv_spans(text: str, *, unfiltered: bool = False) -> list[Span]:
         if quoted_key:
             head = head[:-2] if head.endswith(('\\"', "\\'")) else head[:-1]
         key = head[len(head.rstrip(_KEY_CHARS)) :]
-        if not (unfiltered or key.lower().rstrip("_.-").endswith(KEY_ENDINGS)):
+        # Every sensitive key holds a key word (see _sensitive_keys): a cheap first test.
+        if not (unfiltered or has_key_word(key.lower())):
             continue
         if not is_sensitive_key(key):
             continue
@@ -307,7 +312,13 @@ def _kv_value(
             if wrapper in ('"', "'") and (close := text.find(wrapper, inner, end)) != -1:
                 end = close
         else:
-            bare = _BARE_VALUE.match(text, inner)
+            # "X-Auth-Token: Bearer abc": an unquoted value ends at whitespace, so the scheme
+            # alone would be taken for the value and the credential after it kept. Only an
+            # authorization key keeps its scheme (above); any other loses scheme and credential.
+            scheme = _AUTH_SCHEME.match(text, inner)
+            bare = None if scheme is None else _BARE_VALUE.match(text, scheme.end())
+            if bare is None:
+                bare = _BARE_VALUE.match(text, inner)
             end = inner if bare is None else bare.end()
         return (inner, end, REDACTED) if end > inner else None
     inner = _after_scheme(text, inner, end, normalised)

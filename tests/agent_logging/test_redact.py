@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import enum
+import types
+import uuid
 from collections import namedtuple
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import ParseResultBytes, SplitResult, urlparse, urlsplit
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from requests.structures import CaseInsensitiveDict
 
+import agent_logging
 from agent_logging._redact import (
     REDACTED,
     _scan,
@@ -19,8 +28,10 @@ from agent_logging._redact import (
     redact_text,
     redact_value,
 )
+from tests.conftest import Captured
 
 CORPUS = Path(__file__).parent / "corpus"
+Capture = Callable[..., Captured]
 
 
 def _cases(name: str) -> list[tuple[str, str, str]]:
@@ -105,6 +116,46 @@ def test_text_patterns_keep_the_non_secret_part(text: str, expected: str) -> Non
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("X-Auth-Token: Bearer abcdefghijklmnop0123", "X-Auth-Token: [REDACTED]"),
+        ("token: Bearer abcdefghijklmnop0123", "token: [REDACTED]"),
+        ("access_token=Bearer abcdefghijklmnop0123", "access_token=[REDACTED]"),
+        ("api_key: Basic dXNlcjpwYXNzd29yZA==", "api_key: [REDACTED]"),
+        ("auth: Bearer abc123, user=bob", "auth: [REDACTED], user=bob"),
+        ("secret=Token\tshort next", "secret=[REDACTED] next"),
+        ("ValueError: bad token: Bearer abcdefghijklmnop0123", "ValueError: bad token: [REDACTED]"),
+        (
+            'http header: "X-Auth-Token: Bearer abcdefghijklmnop0123"',
+            'http header: "X-Auth-Token: [REDACTED]"',
+        ),
+        ("token: Bearer ,x", "token: [REDACTED] ,x"),
+        # An authorization key keeps its scheme, as before.
+        ("Authorization: Bearer abc def", "Authorization: Bearer [REDACTED]"),
+        ("authorization=Basic dXNlcjpwYXNz next", "authorization=Basic [REDACTED] next"),
+    ],
+)
+def test_the_credential_after_an_auth_scheme_is_redacted_under_any_key(
+    text: str, expected: str
+) -> None:
+    assert redact_text(text) == expected
+    assert redact_text(expected) == expected
+
+
+def test_an_exception_message_loses_the_credential_after_its_scheme(captured: Capture) -> None:
+    sink = captured()
+    try:
+        raise ValueError("bad token: Bearer abcdefghijklmnop0123")
+    except ValueError:
+        agent_logging.get_logger().exception("boom")
+    error = sink.last()["error"]
+    assert error["message"] == "bad token: [REDACTED]"
+    assert [link["message"] for link in error["chain"]] == ["bad token: [REDACTED]"]
+    assert error["stack"].endswith("ValueError: bad token: [REDACTED]\n")
+    assert b"abcdefghijklmnop0123" not in sink.lines[-1]
+
+
+@pytest.mark.parametrize(
     "key",
     [
         "password",
@@ -162,6 +213,28 @@ def test_text_patterns_keep_the_non_secret_part(text: str, expected: str) -> Non
         "client-key-data",
         "--password",
         "password_",
+        # A password word anywhere, or a secret followed by words naming a copy of it.
+        "password_confirmation",
+        "PASSWORD_CONFIRMATION",
+        "password-confirmation",
+        "passwordConfirm",
+        "passwordRepeat",
+        "password2",
+        "password_2",
+        "new_password",
+        "current_password",
+        "password_new",
+        "password_hash",
+        "passwords",
+        "PASSWORD_DB",
+        "password_for_admin",
+        "pwd2",
+        "pwd_confirm",
+        "pass2",
+        "api_key_new",
+        "secret_value",
+        "token_b64",
+        "session_2",
     ],
 )
 def test_sensitive_keys(key: str) -> None:
@@ -208,6 +281,19 @@ def test_sensitive_keys(key: str) -> None:
         "tls.crt",
         "certificate-authority-data",
         "",
+        # About a password or a secret, not one.
+        "password_min_length",
+        "passwordExpiresAt",
+        "password_reset_required",
+        "password_confirmation_required",
+        "password_strength",
+        "token_usage",
+        "secret_version",
+        "key_value",
+        "passwordless",
+        "oauth2",
+        "sha256",
+        "2",
     ],
 )
 def test_keys_that_are_not_sensitive(key: str) -> None:
@@ -215,6 +301,22 @@ def test_keys_that_are_not_sensitive(key: str) -> None:
     if key:
         text = f"{key}=v4lue"
         assert redact_text(text) is text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (
+            {"form": {"password_confirmation": "hunter2"}},
+            {"form": {"password_confirmation": REDACTED}},
+        ),
+        ({"password2": "hunter2", "user": "bob"}, {"password2": REDACTED, "user": "bob"}),
+        ({"passwordConfirm": "hunter2"}, {"passwordConfirm": REDACTED}),
+        ({"password_policy": "min 12"}, {"password_policy": "min 12"}),
+    ],
+)
+def test_redact_value_redacts_password_fields_by_any_name(value: object, expected: object) -> None:
+    assert redact_value(value) == expected
 
 
 def test_redact_value_walks_nested_structures() -> None:
@@ -250,7 +352,7 @@ def test_redact_value_returns_the_same_object_when_nothing_changes() -> None:
     assert redact_value(value) is value
     text = "nothing to see here"
     assert redact_value(text) is text
-    marker = object()
+    marker = uuid.UUID(int=1)
     assert redact_value(marker) is marker
 
 
@@ -271,6 +373,148 @@ def test_redact_value_keeps_namedtuples_and_bytes() -> None:
     assert redact_value(b"password=x \xff") == b"password=[REDACTED] \xff"
     raw = b"\xff\xfe plain"
     assert redact_value(raw) is raw
+
+
+@dataclasses.dataclass
+class _Database:
+    host: str
+    password: str
+
+
+class _Mode(enum.Enum):
+    DSN = "dsn=postgresql://app:hunter2@db/x"
+
+
+class _Dsn:
+    def __str__(self) -> str:
+        return "dsn postgresql://app:hunter2@db/x"
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+_Credentials = namedtuple("_Credentials", "user password")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (
+            CaseInsensitiveDict({"Authorization": "Basic Ym9iOmh1bnRlcjI=", "Accept": "*/*"}),
+            {"Authorization": REDACTED, "Accept": "*/*"},
+        ),
+        (types.MappingProxyType({"password": "hunter2", "n": 1}), {"password": REDACTED, "n": 1}),
+        (types.MappingProxyType({"user": "bob"}), {"user": "bob"}),  # always a plain dict
+        (
+            RuntimeError("failed for postgresql://app:hunter2@db/x password=hunter2"),
+            "RuntimeError: failed for postgresql://app:[REDACTED]@db/x password=[REDACTED]",
+        ),
+        (KeyError("password"), "KeyError: 'password'"),
+        ({"password=hunter2", "plain"}, ["password=[REDACTED]", "plain"]),
+        (frozenset({"token: t0k3n"}), ["token: [REDACTED]"]),
+        (
+            urlsplit("postgresql://app:hunter2@db:5432/x?token=abc"),
+            SplitResult("postgresql", "app:[REDACTED]@db:5432", "/x", "token=[REDACTED]", ""),
+        ),
+        (urlsplit("//app:hunter2@db"), SplitResult("", "app:[REDACTED]@db", "", "", "")),
+        (
+            urlparse(b"https://u:p%40ss@h/"),
+            ParseResultBytes(b"https", b"u:[REDACTED]@h", b"/", b"", b"", b""),
+        ),
+        (_Database("db", "hunter2"), {"host": "db", "password": REDACTED}),
+        (_Credentials("bob", "hunter2"), _Credentials("bob", REDACTED)),
+        (_Mode.DSN, "dsn=postgresql://app:[REDACTED]@db/x"),
+        (_Dsn(), "dsn postgresql://app:[REDACTED]@db/x"),
+        (_Unprintable(), "<unprintable _Unprintable object>"),
+        (bytearray(b"token=abc"), b"token=[REDACTED]"),
+        (memoryview(b"token=abc"), b"token=[REDACTED]"),
+        ({"postgresql://app:hunter2@db/x": "up"}, {"postgresql://app:[REDACTED]@db/x": "up"}),
+        ({("password",): "hunter2", 1: "ok"}, {"('password',)": REDACTED, 1: "ok"}),
+        (
+            [{"headers": types.MappingProxyType({"Cookie": "a=1"})}],
+            [{"headers": {"Cookie": REDACTED}}],
+        ),
+    ],
+    ids=[
+        "CaseInsensitiveDict",
+        "MappingProxyType",
+        "clean MappingProxyType",
+        "exception",
+        "KeyError",
+        "set",
+        "frozenset",
+        "urlsplit",
+        "urlsplit without scheme",
+        "urlparse of bytes",
+        "dataclass",
+        "namedtuple",
+        "enum",
+        "object with __str__",
+        "broken __str__",
+        "bytearray",
+        "memoryview",
+        "URL as a key",
+        "tuple as a key",
+        "mapping in a list",
+    ],
+)
+def test_redact_value_redacts_objects_of_any_type(value: object, expected: object) -> None:
+    redacted = redact_value(value)
+    assert redacted == expected
+    assert type(redacted) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        uuid.UUID(int=7),
+        datetime(2026, 11, 22, 13, 11, 19, tzinfo=UTC),
+        enum.IntEnum("Level", "LOW HIGH").HIGH,
+        3 + 4j,
+        frozenset({1, 2}),
+        urlsplit("https://bob@host/x"),
+        bytearray(b"plain"),
+    ],
+)
+def test_redact_value_keeps_objects_that_hold_no_secret(value: object) -> None:
+    assert redact_value(value) is value
+
+
+def test_objects_in_fields_are_redacted_before_any_sink_renders_them(captured: Capture) -> None:
+    sink = captured()
+    headers = CaseInsensitiveDict({"Authorization": "Basic Ym9iOmh1bnRlcjI="})
+    agent_logging.get_logger().warning(
+        "x",
+        request_headers=headers,
+        err=RuntimeError("postgresql://app:hunter2@db/x password=hunter2"),
+        db=_Database("db", "hunter2"),
+        tags={"token=hunter2"},
+    )
+    record = sink.last()
+    assert record["request_headers"] == {"Authorization": REDACTED}
+    assert record["err"] == "RuntimeError: postgresql://app:[REDACTED]@db/x password=[REDACTED]"
+    assert record["db"] == {"host": "db", "password": REDACTED}
+    assert record["tags"] == ["token=[REDACTED]"]
+    assert b"hunter2" not in sink.lines[-1]
+    assert b"Ym9iOmh1bnRlcjI" not in sink.lines[-1]
+
+
+def test_the_console_sink_shows_objects_redacted(tmp_path: Path) -> None:
+    # The console sink renders the record's objects itself, not the JSON line.
+    path = tmp_path / "console.log"
+    with path.open("w", encoding="utf-8") as stream:
+        agent_logging.configure(
+            service="s", layer="api", env="test", output=stream, format="console"
+        )
+        agent_logging.get_logger().info(
+            "x", headers=types.MappingProxyType({"password": "hunter2"})
+        )
+        agent_logging.shutdown()
+    shown = path.read_text(encoding="utf-8")
+    assert "headers={'password': '[REDACTED]'}" in shown
+    assert "hunter2" not in shown
 
 
 def test_redact_value_replaces_containers_too_deep_and_ends_cycles() -> None:
