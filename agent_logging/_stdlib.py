@@ -15,9 +15,13 @@ from agent_logging import _state
 
 __all__ = ["StdlibBridge"]
 
+#: Set on a record once a bridge has handed it to the pipeline: a record reaching a second
+#: bridge (a ``compat.LokiHandler`` on a logger that propagates to the root logger's capture
+#: handler) is the same record, and is not shipped twice.
+_HANDLED: Final = "_agent_logging_handled"
 #: Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _RECORD_ATTRS: Final = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime"}
+    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime", _HANDLED}
 )
 
 
@@ -41,8 +45,9 @@ class StdlibBridge(logging.Handler):
         if record.name == _state.internal_logger.name or _ours(record):
             return
         pipeline = _state.pipeline
-        if pipeline is None:
+        if pipeline is None or getattr(record, _HANDLED, False):
             return
+        setattr(record, _HANDLED, True)
         try:
             event_dict = {
                 key: value for key, value in vars(record).items() if key not in _RECORD_ATTRS

@@ -115,3 +115,24 @@ def test_a_handler_does_not_replace_a_configuration_without_loki(
     logging.getLogger("app.module").warning("still captured")
     assert [(r["event"], r["service"]) for r in local.records] == [("still captured", "svc")]
     assert not (tmp_path / "spool").exists()
+
+
+@pytest.mark.integration
+def test_a_record_that_also_reaches_the_stdlib_capture_ships_once(
+    loki: LokiServer, tmp_path: Path
+) -> None:
+    # Configured with Loki and stdlib capture (the default), and a LokiHandler on a logger
+    # that propagates to the root logger's capture handler: one record, two bridges.
+    agent_logging.configure(
+        "svc", "api", "test", loki_url=loki.url, spool_dir=tmp_path / "spool", output="none"
+    )
+    handler = compat.LokiHandler(url=f"{loki.url}/loki/api/v1/push", tags={"team": "infra"})
+    logger = logging.getLogger("legacy.propagating")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.warning("once")
+        assert agent_logging.flush(timeout_s=10.0)
+    finally:
+        logger.removeHandler(handler)
+    assert [orjson.loads(entry.line)["event"] for entry in loki.entries()] == ["once"]
