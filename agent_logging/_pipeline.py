@@ -20,7 +20,7 @@ from agent_logging._redact import redact
 from agent_logging._render import render, rfc3339_ns
 from agent_logging._types import IDENTIFIER_KEYS, EventDict
 
-__all__ = ["LEVELS", "Pipeline", "Processor", "Sink"]
+__all__ = ["ENVELOPE_FIELDS", "LEVELS", "Pipeline", "Processor", "Sink"]
 
 Processor = Callable[[Any, str, EventDict], EventDict]
 
@@ -43,6 +43,17 @@ LEVELS: Final[Mapping[str, tuple[int, str]]] = {
 _ID_FIELDS: Final = frozenset(IDENTIFIER_KEYS)
 _ERROR_FIELDS: Final = frozenset({"exc_info", "owner_layer"})
 _KEY_FIELDS: Final = frozenset(STREAM_KEY_FIELDS)
+#: The record's envelope: when it was, how severe, and who said it (the stream's labels). The
+#: pipeline and the configuration set these; a call-site field of the same name (``service=``
+#: for the service a call concerns, ``env=`` of a job) is kept as ``<name>_field`` rather
+#: than moving the record to another stream or giving it another time or level.
+ENVELOPE_FIELDS: Final = frozenset({"ts", "level", "service", "layer", "env"})
+
+
+def _keep_envelope(fields: EventDict) -> None:
+    """Rename call-site fields named like the envelope to ``<name>_field`` (in place)."""
+    for key in ENVELOPE_FIELDS.intersection(fields):
+        fields[f"{key}_field"] = fields.pop(key)
 
 
 class Sink(Protocol):
@@ -119,6 +130,8 @@ class Pipeline:
                 ts_ns = time.time_ns()
             if not _ID_FIELDS.isdisjoint(event_dict):
                 check_call_site_ids(None, method_name, event_dict)
+            if not ENVELOPE_FIELDS.isdisjoint(event_dict):
+                _keep_envelope(event_dict)
             record: EventDict = {
                 "ts": rfc3339_ns(ts_ns),
                 "level": level,

@@ -19,8 +19,9 @@ the on-disk spool and are shipped in batches by a background thread. The spool d
 ``AGENT_LOGGING_SPOOL_DIR`` or ``$XDG_STATE_HOME/agent-logging/spool``.
 
 Tags: ``application``, ``service``, ``service_name``, ``app`` or ``job`` names the service (the
-``service_name`` label); the others become fields of every record (our labels stay few and
-static, as Loki recommends), and ``extra={"tags": {...}}`` on a call adds fields to that record.
+``service_name`` label), ``env`` and a known ``layer`` set those labels; the others become
+fields of every record (our labels stay few and static, as Loki recommends), and
+``extra={"tags": {...}}`` on a call adds fields to that record.
 
 Levels: as with python-logging-loki, the stdlib levels (the logger's and the handler's own)
 decide what is shipped: the pipeline the handler configures passes every level, unless
@@ -44,6 +45,7 @@ from typing import Any, Final
 
 from agent_logging import _config, _environ, _state
 from agent_logging._stdlib import StdlibBridge
+from agent_logging._types import LAYERS
 from agent_logging.errors import ConfigurationError
 
 __all__ = ["LokiHandler", "LokiQueueHandler"]
@@ -87,6 +89,10 @@ class LokiHandler(logging.Handler):
         super().__init__()
         tags = dict(tags or {})
         service = next((str(tags.pop(k)) for k in _SERVICE_TAGS if k in tags), None)
+        # env and a known layer are labels here as in python-logging-loki: they configure the
+        # pipeline (a field of either name would only be kept as env_field / layer_field).
+        env = str(tags.pop("env")) if "env" in tags else None
+        layer = str(tags.pop("layer")) if tags.get("layer") in LAYERS else None
         self._fields = tags
         self._bridge = StdlibBridge()
         settings = _config.settings
@@ -114,7 +120,7 @@ class LokiHandler(logging.Handler):
                 options["level"] = "debug"
             if auth is not None:
                 options["loki_username"], options["loki_password"] = auth
-            _config.configure(service=service, **options)
+            _config.configure(service=service, layer=layer, env=env, **options)
 
     def emit(self, record: logging.LogRecord) -> None:
         extra_tags = getattr(record, "tags", None)

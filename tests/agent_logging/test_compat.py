@@ -33,7 +33,7 @@ def test_a_one_import_migration_ships_durably(
     monkeypatch.setenv("AGENT_LOGGING_SPOOL_DIR", str(tmp_path / "spool"))
     handler = compat.LokiHandler(
         url=f"{loki.url}/loki/api/v1/push",
-        tags={"application": "legacy-app", "team": "infra"},
+        tags={"application": "legacy-app", "team": "infra", "env": "staging"},
         version="1",
     )
     logger = logging.getLogger("legacy")
@@ -48,8 +48,9 @@ def test_a_one_import_migration_ships_durably(
     finally:
         logger.removeHandler(handler)
     first, second = loki.entries()
-    assert first.labels["service_name"] == "legacy-app"
+    assert (first.labels["service_name"], first.labels["env"]) == ("legacy-app", "staging")
     record = orjson.loads(first.line)
+    assert (record["env"], "env_field" in record) == ("staging", False)
     assert (record["event"], record["team"], record["host"]) == (
         "disk /var is full",
         "infra",

@@ -49,6 +49,31 @@ def test_a_record_holds_the_envelope_identifiers_and_fields(captured: Capture) -
     ]
 
 
+def test_call_site_fields_named_like_the_envelope_do_not_replace_it(captured: Capture) -> None:
+    # "the service this call concerns", a job's env: kept, but not as the record's own.
+    sink = captured(service="node-agent", layer="node", env="prod")
+    log = agent_logging.get_logger("agent.tasks").bind(service="payments")
+    log.info("calling", env="staging", level="error", ts="yesterday", layer="db", task="x")
+    logging.getLogger("lib").warning("from a library", extra={"env": "dev"})
+    record, library = sink.records[-2:]
+    assert TS.fullmatch(record.pop("ts"))
+    assert record == {
+        "level": "info",
+        "event": "calling",
+        "service": "node-agent",
+        "layer": "node",
+        "env": "prod",
+        "logger": "agent.tasks",
+        "service_field": "payments",
+        "env_field": "staging",
+        "level_field": "error",
+        "ts_field": "yesterday",
+        "layer_field": "db",
+        "task": "x",
+    }
+    assert (library["env"], library["env_field"], library["level"]) == ("prod", "dev", "warning")
+
+
 def test_ts_is_stamped_once_with_nanoseconds(
     captured: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
