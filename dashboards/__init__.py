@@ -363,6 +363,7 @@ _HEALTH_FIELDS: Final = (
     ("retried", "short", "Retried pushes (cumulative)"),
     ("dropped", "short", "Dropped records (cumulative)"),
     ("dead_lettered", "short", "Dead-lettered records (cumulative)"),
+    ("write_errors", "short", "Spool write errors: records lost, a full disk (cumulative)"),
 )
 
 
@@ -401,11 +402,12 @@ def shipping_health() -> Dashboard:
                 for name, unit, title in _HEALTH_FIELDS
             ),
             logs(
-                "Health records with a last error",
+                "Health records with an error",
                 f"{{{_ENV}, service_name=~`${{service:regex}}`}} {_HEALTH_LINE}"
-                ' | json event="event", last_error="last_error" | event="shipping health"'
-                ' | last_error!=""',
-                description="What the shipper last failed on (Loki's answer, a timeout, ...).",
+                ' | json event="event", last_error="last_error", spool_error="spool_error"'
+                ' | event="shipping health" | last_error!="" or spool_error!=""',
+                description="What the shipper last failed on (Loki's answer, a timeout, ...), "
+                "and why the spool last could not store a record (a full disk, ...).",
                 width=24,
             ),
         ),

@@ -128,7 +128,7 @@ def test_the_loki_datasource_is_a_variable(name: str) -> None:
 
 def test_every_panel_and_query_points_at_the_datasource_variable() -> None:
     panels = list(_panels())
-    assert len(panels) == 24
+    assert len(panels) == 25
     for name, panel in panels:
         assert panel["datasource"] == LOKI_REF, (name, panel["title"])
         assert panel["targets"], (name, panel["title"])
@@ -242,8 +242,10 @@ def test_shipping_health_charts_spool_and_delivery_counters_per_service() -> Non
         "retried",
         "dropped",
         "dead_lettered",
+        "write_errors",
     ]
     assert all(e.startswith("max by (service_name) (max_over_time(") for e in exprs[:-1])
+    assert exprs[-1].endswith(' | last_error!="" or spool_error!=""')
 
 
 def test_links_lead_to_the_correlator_timeline() -> None:
