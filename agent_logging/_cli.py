@@ -37,7 +37,7 @@ from agent_logging._drain import (
     owner_pid,
     spooled_records,
 )
-from agent_logging._durable import DEAD_LETTER_NAME, dead_letter_paths, spool_dirs
+from agent_logging._spool_dirs import DEAD_LETTER_NAME, dead_letter_paths, spool_dirs
 from agent_logging.errors import AgentLoggingError
 
 __all__ = ["main", "spool_status"]

@@ -28,11 +28,11 @@ from pathlib import Path
 import orjson
 
 from agent_logging import _environ
-from agent_logging._durable import DEAD_LETTER_NAME, dead_letter_paths, is_spool_dir, spool_dirs
 from agent_logging._entries import entry_from_record, render_labels
 from agent_logging._loki_client import LokiClient, LokiQueryError
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool, SpooledRecord, read_all
+from agent_logging._spool_dirs import DEAD_LETTER_NAME, dead_letter_paths, is_spool_dir, spool_dirs
 from agent_logging.errors import SpoolError
 
 __all__ = [

@@ -28,12 +28,9 @@ otherwise spool a record that needs another push, for ever. They still reach the
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
@@ -42,23 +39,21 @@ from agent_logging._loki_client import LokiClient, PushResult
 from agent_logging._record_encoder import stream_key
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
+from agent_logging._spool_dirs import (
+    DEAD_LETTER_NAME,
+    open_own_spool,
+    remove_spool_files,
+    spool_dirs,
+    spool_kwargs,
+    storage_problem,
+)
 from agent_logging._types import EventDict
-from agent_logging.errors import SpoolError
 
 if TYPE_CHECKING:
     from agent_logging._config import Settings
 
-__all__ = [
-    "DEAD_LETTER_NAME",
-    "Durable",
-    "client_for",
-    "dead_letter_paths",
-    "is_spool_dir",
-    "spool_dirs",
-]
+__all__ = ["Durable", "client_for"]
 
-DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: How long an adopted orphan spool may take to ship before the adopter gives up for now.
 _ADOPT_DEADLINE_S: Final = 3600.0
 #: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
@@ -71,9 +66,6 @@ _PROBE_RETRY_S: Final = 0.5
 #: An adoption ships in slices of this length, re-checking between them whether the sink is
 #: closing: ``close()`` must not leave a thread pushing through a closed client for an hour.
 _ADOPT_SLICE_S: Final = 1.0
-#: The files a spool directory consists of (see ``_spool``); removing an emptied orphan
-#: deletes only these, so a directory holding anything else is never removed.
-_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp")
 #: A refused append looks at why (the spool's counters: a system call) no sooner than this
 #: after the last look: on a full disk, or a full spool under ``drop_newest``, every call of a
 #: flat-out logger is refused, and the logging call must stay cheap.
@@ -139,50 +131,6 @@ def client_for(settings: Settings) -> LokiClient:
     )
 
 
-def is_spool_dir(path: Path) -> bool:
-    """Whether ``path`` is a spool directory: it holds a ``lock`` file or ``seg-*.spool`` files."""
-    return (path / "lock").exists() or any(path.glob("seg-*.spool"))
-
-
-def spool_dirs(root: Path) -> list[Path]:
-    """The spool directories under ``root`` (or ``root`` itself if it is one), sorted."""
-    if is_spool_dir(root):
-        return [root]
-    if not root.is_dir():
-        return []
-    return sorted(path for path in root.iterdir() if path.is_dir() and is_spool_dir(path))
-
-
-def dead_letter_paths(directory: Path) -> list[Path]:
-    """The dead-letter files of a spool directory that exist, the rotated (older) one first.
-
-    ``_dead_letter`` rotates ``dead-letter.ndjson`` to ``dead-letter.ndjson.1`` at its cap.
-    """
-    current = directory / DEAD_LETTER_NAME
-    return [p for p in (current.with_name(current.name + ".1"), current) if p.exists()]
-
-
-def _storage_problem(directory: Path, needed_bytes: int) -> str:
-    """Why a spool could not store a record, as far as the filesystem tells."""
-    try:
-        vfs = os.statvfs(directory)
-    except OSError as exc:
-        return f"its directory cannot be examined: {exc}"
-    free = vfs.f_bavail * vfs.f_frsize
-    if free < needed_bytes:
-        return f"the disk is full ({free:,} bytes free; a new segment needs {needed_bytes:,})"
-    return "a segment file could not be created or written"
-
-
-def _spool_kwargs(settings: Settings) -> dict[str, Any]:
-    return {
-        "max_bytes": settings.spool_max_bytes,
-        "segment_bytes": min(8 * 1024 * 1024, settings.spool_max_bytes // 2),
-        "full_policy": settings.spool_full_policy,
-        "fsync": settings.spool_fsync,
-    }
-
-
 class Durable:
     """A pipeline sink that spools every record and ships it from a background thread."""
 
@@ -236,7 +184,7 @@ class Durable:
             SpoolError: the spool directory cannot be created or opened.
             ConfigurationError: a spool or Loki setting is invalid.
         """
-        durable = cls(settings, _open_own_spool(settings), client_for(settings))
+        durable = cls(settings, open_own_spool(settings), client_for(settings))
         durable._start_threads()
         return durable
 
@@ -291,8 +239,8 @@ class Durable:
         if errors <= self._write_errors_seen:
             return  # a drop by the full policy: counted as such
         self._write_errors_seen = errors
-        needed = max(_spool_kwargs(self.settings)["segment_bytes"], 1)
-        problem = _storage_problem(spool.directory, needed)
+        needed = max(spool_kwargs(self.settings)["segment_bytes"], 1)
+        problem = storage_problem(spool.directory, needed)
         self._spool_error = f"spool {spool.directory} cannot store records: {problem}"
         _state.report_once(
             f"spool-write:{spool.directory}",
@@ -331,11 +279,11 @@ class Durable:
             if directory == own or directory in own.parents:
                 continue  # our own spool, or a directory that holds it
             try:
-                orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
+                orphan = Spool.try_open(directory, **spool_kwargs(self.settings))
                 if orphan is None and not self._stop.wait(_PROBE_RETRY_S):
                     # Held for a moment by `agent-logging status` or `drain` reading it (a
                     # shared lock), or by a live owner: only the owner still holds it now.
-                    orphan = Spool.try_open(directory, **_spool_kwargs(self.settings))
+                    orphan = Spool.try_open(directory, **spool_kwargs(self.settings))
             except Exception as exc:  # noqa: BLE001 - a broken orphan must not stop this one
                 _state.report_once(f"adopt:{directory}", f"cannot adopt spool {directory}: {exc}")
                 continue
@@ -352,7 +300,7 @@ class Durable:
                 if emptied:
                     # Still holding its lock: a process of that service starting now cannot
                     # have opened it, so nothing of a live spool is removed.
-                    _remove_spool_files(directory)
+                    remove_spool_files(directory)
             if emptied:
                 with contextlib.suppress(OSError):
                     directory.rmdir()  # fails, keeping it, when a dead letter or else remains
@@ -458,7 +406,7 @@ class Durable:
             if not self._forked:
                 return  # another thread of the child reopened first
             self._stop = threading.Event()
-            spool = _open_own_spool(self.settings)
+            spool = open_own_spool(self.settings)
             self.shipper = self._shipper_for(spool)
             self._watch_losses(spool)
             self.spool = spool
@@ -482,32 +430,3 @@ _UNUSED_HEALTH: Final[dict[str, Any]] = {
     "last_error": None,
     "spool_error": None,
 }
-
-
-def _remove_spool_files(directory: Path) -> None:
-    """Delete a spool's own files, the lock last; anything else is left alone."""
-    with contextlib.suppress(OSError), os.scandir(directory) as entries:
-        for entry in entries:
-            if _SPOOL_FILES.fullmatch(entry.name):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-    if not dead_letter_paths(directory):
-        # Kept with the lock, so that ``agent-logging drain`` still finds the dead letters.
-        with contextlib.suppress(OSError):
-            os.unlink(directory / "lock")
-
-
-def _open_own_spool(settings: Settings) -> Spool:
-    root = settings.spool_dir
-    if root is None:  # pragma: no cover - configure() requires it with loki_url
-        raise ValueError("spool_dir is required")
-    try:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise SpoolError(f"cannot create spool directory {root}: {exc}") from exc
-    name = _UNSAFE_NAME.sub("_", settings.service) or "service"
-    kwargs = _spool_kwargs(settings)
-    spool = Spool.try_open(root / name, **kwargs)
-    if spool is None:
-        spool = Spool.open(root / f"{name}.{os.getpid()}", **kwargs)
-    return spool

@@ -21,11 +21,12 @@ import pytest
 import agent_logging
 from agent_logging import _cli, _drain, _state
 from agent_logging._dead_letter import append_dead_letter
-from agent_logging._durable import DEAD_LETTER_NAME, Durable
+from agent_logging._durable import Durable
 from agent_logging._entries import PushEntry
 from agent_logging._loki_client import LokiClient
 from agent_logging._render import rfc3339_ns
 from agent_logging._spool import Spool, read_all
+from agent_logging._spool_dirs import DEAD_LETTER_NAME
 from tests.lokisim import Limits, LokiServer
 
 

@@ -28,11 +28,12 @@ import pytest
 
 import agent_logging
 from agent_logging import _durable, _state
-from agent_logging._durable import DEAD_LETTER_NAME, Durable
+from agent_logging._durable import Durable
 from agent_logging._loki_client import LokiClient, QueriedEntry
 from agent_logging._render import rfc3339_ns
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool, read_all
+from agent_logging._spool_dirs import DEAD_LETTER_NAME
 from tests.lokisim import Limits, LokiServer
 from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
 
