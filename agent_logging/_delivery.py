@@ -40,7 +40,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from agent_logging._dead_letter import append_dead_letter
 from agent_logging._entries import PushEntry, RecordLike, entries_from_records, entry_from_record
-from agent_logging._loki_client import PushResult, is_entry_refusal
+from agent_logging._push_answers import PushResult, is_entry_refusal
 
 __all__ = ["BatchDelivery", "PushClient", "SpoolLike"]
 

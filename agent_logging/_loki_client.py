@@ -1,23 +1,9 @@
 """The HTTP edge to Loki: push entries, query them back.
 
 :meth:`LokiClient.push` never raises for anything the network or Loki does: it answers with a
-:class:`PushResult` whose ``outcome`` tells the shipper what to do next:
-
-- ``ok``: a 2xx, the entries are stored;
-- ``retry``: try the same entries again later: 429, 5xx, 408, timeouts, refused or reset
-  connections, and every refusal of the request rather than of its entries: 401/403/404 (our
-  own credentials, tenant or URL are wrong), a 400 that is not one of Loki's entry refusals
-  (a tenant ID Loki cannot take, nginx's "plain HTTP request was sent to HTTPS port", a
-  body Loki cannot decode), 405, 413, 415 and any other 4xx. That gets fixed, and until then
-  the spool keeps the data rather than the shipper throwing it away;
-- ``reject``: Loki refuses entries themselves: a 400 whose text is one of Loki's per-entry
-  or per-stream refusals (:func:`is_entry_refusal`: line too long, timestamp too old or too
-  new, entry too far behind, label or structured-metadata limits). Loki stores the other
-  entries of such a push; the shipper splits the batch to find the entries at fault.
-
-Telling the two apart by Loki's message, not by the status, matters: Loki and the proxies in
-front of it answer 400 for both, and taking a refusal of the request for one of the entries
-would split the batch down to single entries and dead-letter every one of them.
+:class:`~agent_logging._push_answers.PushResult` whose ``outcome`` (``ok``, ``retry``,
+``reject``) tells the shipper what to do next; ``_push_answers`` says how an answer is read,
+and why a refusal of the request is never taken for a refusal of its entries.
 
 Queries (:meth:`LokiClient.query_range`, :meth:`LokiClient.iter_query_range`) serve
 ``agent-logging drain`` and the correlator; they raise :class:`LokiQueryError` on failure.
@@ -25,14 +11,10 @@ Queries (:meth:`LokiClient.query_range`, :meth:`LokiClient.iter_query_range`) se
 
 from __future__ import annotations
 
-import email.utils
-import math
-import re
 import ssl
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Any, Final, Literal
 
 import cramjam
@@ -41,6 +23,13 @@ import orjson
 
 from agent_logging._entries import PushEntry, RecordLike, entries_from_records
 from agent_logging._push import PROTOBUF_CONTENT_TYPE, PushBody, encode_body
+from agent_logging._push_answers import (
+    PushResult,
+    classify_response,
+    clip_reason,
+    is_entry_refusal,
+    parse_retry_after,
+)
 from agent_logging._record_encoder import encode_records
 from agent_logging.errors import AgentLoggingError, ConfigurationError
 
@@ -63,74 +52,9 @@ QUERY_RANGE_PATH: Final = "/loki/api/v1/query_range"
 #: Loki's default ``max_entries_limit_per_query``: a larger ``limit`` is refused with a 400.
 DEFAULT_QUERY_LIMIT: Final = 5000
 
-# Refusals of the request, whatever entries it carries: our configuration's fault (or a
-# proxy's), not the data's. Retried, never dead-lettered.
-_REQUEST_REFUSED: Final = {
-    401: "Loki refused our credentials",
-    403: "Loki refused our credentials or tenant",
-    404: "no Loki push endpoint at this URL",
-    405: "this URL does not take a push (a proxy, or not Loki's push URL)",
-    413: "the push body is over a size limit of Loki or of a proxy in front of it",
-    415: "the push body's content type is refused (a proxy or gateway)",
-}
-_OTHER_REQUEST_REFUSED: Final = (
-    "the request was refused, not its entries (check the tenant, the URL and its scheme, "
-    "and any proxy in front of Loki)"
-)
-
-# Loki's refusals of single entries or streams (Loki 2.9 to 3.x, ``pkg/validation/
-# validate.go`` and the ingester's ``pkg/ingester/stream.go``, ``pkg/chunkenc``). A 400 whose
-# text holds one of these refuses those entries only (Loki stores the rest of the push);
-# compared in lower case. Left out on purpose, since every entry would be refused alike
-# until someone changes a configuration: structured metadata "disallowed"
-# (``allow_structured_metadata``), "missing required labels" (enforced labels) and
-# "ingestion blocked" for the tenant.
-_ENTRY_REFUSALS: Final = (
-    "bytes exceeded for stream",  # Max entry size '%d' bytes exceeded for stream (line_too_long)
-    "has timestamp too old",  # reject_old_samples_max_age
-    "has timestamp too new",  # creation_grace_period
-    "entry too far behind",  # the ingester's out-of-order window (max_chunk_age / 2)
-    "entry out of order",  # ingesters without unordered writes
-    "label names; limit",  # max_label_names_per_series
-    "has label name too long",
-    "has label value too long",
-    "has duplicate label name",
-    "at least one label pair is required per stream",
-    "has structured metadata too large",
-    "has too many structured metadata labels",
-    "couldn't parse labels",  # the push parser: labels of one stream that do not parse
-    "error parsing labels",  # invalid_labels
-)
-
-# Loki's error bodies are one line; a proxy's HTML page can be long. Reasons stay readable.
-_MAX_REASON_CHARS: Final = 1024
-_HTML_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_HTML_TAG: Final = re.compile(r"<[^>]*>")
-_SPACES: Final = re.compile(r"\s+")
-
-Outcome = Literal["ok", "retry", "reject"]
-
 
 class LokiQueryError(AgentLoggingError):
     """A query to Loki failed: unreachable, refused (non-2xx), or answered with a bad body."""
-
-
-@dataclass(frozen=True, slots=True)
-class PushResult:
-    """What became of one push.
-
-    Attributes:
-        outcome: ``ok`` (stored), ``retry`` (send the same entries again later) or
-            ``reject`` (Loki refuses the content; do not resend it unchanged).
-        status: the HTTP status, or None when no response arrived.
-        retry_after_s: Loki's ``Retry-After``, in seconds, when it sent one.
-        reason: why, in words; Loki's own message for refusals.
-    """
-
-    outcome: Outcome
-    status: int | None
-    retry_after_s: float | None
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,104 +70,6 @@ class QueriedEntry:
     labels: dict[str, str] = field(hash=False)
     ts_ns: int
     line: str
-
-
-def parse_retry_after(value: str | None, *, now_unix_s: float) -> float | None:
-    """Parse a ``Retry-After`` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
-
-    Args:
-        value: the header value, or None when absent.
-        now_unix_s: the current time, to turn a date into a delay.
-
-    Returns:
-        The delay in seconds (0 for a date in the past), or None when absent or unparsable.
-    """
-    if value is None:
-        return None
-    text = value.strip()
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # an obsolete date form without zone: HTTP dates are GMT
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now_unix_s)
-
-
-def _short(text: str) -> str:
-    text = text.strip()
-    if len(text) > _MAX_REASON_CHARS:
-        return text[:_MAX_REASON_CHARS] + "..."
-    return text
-
-
-def _readable(body: str) -> str:
-    """A response body as a reason: an HTML error page (a proxy's) becomes its title."""
-    text = body.strip()
-    if not (text.startswith("<") and "<html" in text[:512].lower()):
-        return _short(text)
-    title = _HTML_TITLE.search(text)
-    shown = title.group(1) if title is not None else _HTML_TAG.sub(" ", text)
-    return _short(_SPACES.sub(" ", shown))
-
-
-def is_entry_refusal(text: str) -> bool:
-    """Whether a refusal's text is one of Loki's refusals of entries, not of the request.
-
-    Args:
-        text: the response body (Loki's message).
-
-    Returns:
-        True when the text holds one of Loki's per-entry or per-stream refusal messages
-        (line too long, timestamp too old or too new, entry too far behind or out of order,
-        label or structured-metadata limits, labels that do not parse).
-    """
-    lowered = text.lower()
-    return any(message in lowered for message in _ENTRY_REFUSALS)
-
-
-def classify_response(
-    status: int, body: str, retry_after: str | None, *, now_unix_s: float
-) -> PushResult:
-    """Decide what a push response means for the entries sent.
-
-    Args:
-        status: the HTTP status.
-        body: the response body as text (Loki puts its reason there).
-        retry_after: the ``Retry-After`` header, if any.
-        now_unix_s: the current time, for HTTP-date ``Retry-After`` values.
-
-    Returns:
-        The result: ``ok`` for 2xx; ``reject`` for a 400 that is one of Loki's refusals of
-        entries (:func:`is_entry_refusal`); ``retry`` for everything else: 408, 429, 5xx,
-        1xx/3xx, and the 4xx that refuse the request rather than its entries (401, 403,
-        404, 405, 413, 415, a 400 with any other text, an HTML error page).
-    """
-    delay = parse_retry_after(retry_after, now_unix_s=now_unix_s)
-    text = _readable(body)
-    if 200 <= status < 300:
-        return PushResult("ok", status, None, f"HTTP {status}")
-    if status in (408, 429) or not 400 <= status < 500:
-        # 408/429/5xx are transient by definition; 1xx/3xx mean a proxy or URL problem, which
-        # is ours to fix, so the data waits in the spool rather than being dropped.
-        reason = f"HTTP {status}: {text}" if text else f"HTTP {status}"
-        return PushResult("retry", status, delay, reason)
-    if status == 400 and is_entry_refusal(text):
-        return PushResult("reject", status, delay, text)
-    # A 4xx about the request (credentials, tenant, URL, scheme, method, body size or
-    # encoding): the same request would be refused whatever entries it held, so splitting
-    # it would only dead-letter every entry one by one. Kept for retry instead.
-    explanation = _REQUEST_REFUSED.get(status, _OTHER_REQUEST_REFUSED)
-    reason = f"HTTP {status}: {explanation}; entries kept for retry"
-    return PushResult("retry", status, delay, f"{reason}: {text}" if text else reason)
 
 
 def _base_url(url: str) -> str:
@@ -437,7 +263,7 @@ class LokiClient:
             raise LokiQueryError(f"Loki query failed: {type(exc).__name__}: {exc}") from exc
         if not 200 <= response.status_code < 300:
             raise LokiQueryError(
-                f"Loki query failed: HTTP {response.status_code}: {_short(response.text)}"
+                f"Loki query failed: HTTP {response.status_code}: {clip_reason(response.text)}"
             )
         entries = _parse_streams(response.content)
         entries.sort(key=_ts_key, reverse=direction == "backward")
