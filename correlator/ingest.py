@@ -61,10 +61,6 @@ INSERT_EVENTS: Final = 200_000
 PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
-#: How far outside a request's interval an nginx error line may lie and still be linked to it:
-#: the default of ``link_errors_to_access`` (error-log times have whole seconds), handed to it
-#: explicitly so that the window :func:`link_nginx` reads and the links it makes agree.
-NGINX_LINK_GAP_S: Final = 5.0
 #: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
@@ -229,7 +225,8 @@ def link_nginx(store: Store, *, from_ns: int, to_ns: int) -> int:
     batches (an error log and an access log are separate files, ingested in either order).
 
     Only what a batch covering ``[from_ns, to_ns]`` can take part in is read: unlinked errors
-    up to :data:`NGINX_LINK_GAP_S` outside it, and the access lines those errors could link to.
+    up to the linker's tolerance (``sources.nginx.LINK_GAP_S``) outside it, and the access
+    lines those errors could link to.
     Whatever lies further away was linked, or found unlinkable, when it was ingested; reading
     it again would make every ingest cost time in proportion to the whole nginx history.
 
@@ -242,9 +239,9 @@ def link_nginx(store: Store, *, from_ns: int, to_ns: int) -> int:
     Returns:
         How many error events gained a link.
     """
-    from correlator.sources.nginx import link_errors_to_access
+    from correlator.sources.nginx import LINK_GAP_S, link_errors_to_access
 
-    gap_ns = round(NGINX_LINK_GAP_S * 1_000_000_000)
+    gap_ns = round(LINK_GAP_S * 1_000_000_000)
     # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
     errors = store.nginx_events(
         unlinked_errors=True, from_ns=from_ns - gap_ns, to_ns=to_ns + gap_ns + 1
@@ -258,7 +255,7 @@ def link_nginx(store: Store, *, from_ns: int, to_ns: int) -> int:
         from_ns=errors[0].ts_ns - gap_ns,
         to_ns=errors[-1].ts_ns + gap_ns + 1,
     )
-    linked = link_errors_to_access([*errors, *access], max_gap_s=NGINX_LINK_GAP_S)
+    linked = link_errors_to_access([*errors, *access])
     gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]
     return store.set_links(gained)
 

@@ -27,12 +27,16 @@ from correlator.sources._time import parse_nginx_error_ns
 __all__ = [
     "ERROR_HEAD",
     "ERROR_HEAD_BYTES",
+    "LINK_GAP_S",
     "PendingRecord",
     "error_event",
     "link_errors_to_access",
 ]
 
 _NS: Final = 1_000_000_000
+#: How far outside a request's interval an error line may lie and still be linked to it:
+#: error-log times have whole seconds.
+LINK_GAP_S: Final = 5.0
 
 ERROR_HEAD = re.compile(
     r"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[([a-z]+)\] (\d{1,10})#(\d{1,10}): (?:\*(\d{1,18}) )?",
@@ -211,7 +215,7 @@ def _ssl_error(message: str) -> str | None:
     return message[start + 6 :]
 
 
-def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = 5.0) -> list[Event]:
+def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = LINK_GAP_S) -> list[Event]:
     """Give nginx error events the identifiers of the access line of the same request.
 
     An error line names the client and the request line but not ``$request_id``; the access

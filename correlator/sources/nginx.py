@@ -27,13 +27,14 @@ from correlator.sources._nginx_access import (
 from correlator.sources._nginx_error import (
     ERROR_HEAD,
     ERROR_HEAD_BYTES,
+    LINK_GAP_S,
     PendingRecord,
     error_event,
     link_errors_to_access,
 )
 from correlator.sources._nginx_request import SOURCE, reject
 
-__all__ = ["link_errors_to_access", "parse"]
+__all__ = ["LINK_GAP_S", "link_errors_to_access", "parse"]
 
 
 def parse(
