@@ -60,8 +60,9 @@ def parent_events_many(
     Returns:
         ``(events, truncated)`` per parent, in the order given; truncated when more matched.
     """
-    counts = _counts(cursor, parents, table_rows)
-    few = _few_events(cursor, parents, counts, table_rows)
+    by_key = _by_key(parents)
+    counts = _counts(cursor, by_key, table_rows)
+    few = _few_events(cursor, by_key, counts, table_rows)
     answers: list[tuple[list[Event], bool]] = []
     for parent in parents:
         key, value, child_key, child_values = parent
@@ -105,11 +106,12 @@ def _by_key(parents: Iterable[ParentQuery]) -> dict[str, list[str]]:
 
 
 def _counts(
-    cursor: duckdb.DuckDBPyConnection, parents: Sequence[ParentQuery], table_rows: int
+    cursor: duckdb.DuckDBPyConnection, by_key: dict[str, list[str]], table_rows: int
 ) -> dict[tuple[str, str], int]:
-    """How many events carry each parent's identifier: one grouped count per kind."""
+    """How many events carry each parent's identifier (``by_key``: values per identifier
+    kind): one grouped count per kind."""
     counts: dict[tuple[str, str], int] = {}
-    for key, values in _by_key(parents).items():
+    for key, values in by_key.items():
         condition, params = one_of(key, values, table_rows)
         rows = cursor.execute(
             f"SELECT {key}, count(*) FROM events WHERE {condition} GROUP BY ALL",  # noqa: S608 - fixed names, bound values
@@ -121,7 +123,7 @@ def _counts(
 
 def _few_events(
     cursor: duckdb.DuckDBPyConnection,
-    parents: Sequence[ParentQuery],
+    by_key: dict[str, list[str]],
     counts: dict[tuple[str, str], int],
     table_rows: int,
 ) -> dict[tuple[str, str], list[Event]]:
@@ -131,7 +133,7 @@ def _few_events(
     :data:`INDEX_ROWS`, so that each query stays on the identifier index.
     """
     found: dict[tuple[str, str], list[Event]] = {}
-    for key, values in _by_key(parents).items():
+    for key, values in by_key.items():
         batch: list[str] = []
         rows_in_batch = 0
         batches: list[list[str]] = []
