@@ -61,10 +61,12 @@ def parse_time_ns(text: str) -> int:
     Raises:
         QueryError: naming the value.
     """
+    from correlator.sources._time import MAX_NS, parse_rfc3339_ns
+
     text = text.strip()
     if text.isascii() and text.isdigit():  # str.isdigit() alone takes "²" and "٣"
         ts_ns = int(text)
-        if ts_ns >= 2**63:
+        if ts_ns > MAX_NS:
             raise QueryError(
                 f"{text[:40]!r} is not a time: nanoseconds since 1970 end at 2**63 - 1 (2262)"
             )
@@ -75,8 +77,6 @@ def parse_time_ns(text: str) -> int:
             return time.time_ns()
         if rest.startswith("-"):
             return time.time_ns() - int(parse_duration_s(rest[1:]) * 1e9)
-    from correlator.sources._time import parse_rfc3339_ns
-
     try:
         return parse_rfc3339_ns(text)
     except ValueError as exc:

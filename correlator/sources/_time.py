@@ -18,6 +18,7 @@ from typing import Final, TypeVar
 __all__ = [
     "MAX_NS",
     "MIN_NS",
+    "OUT_OF_RANGE",
     "format_rfc3339_ns",
     "parse_epoch_seconds_ns",
     "parse_nginx_error_ns",
@@ -38,6 +39,10 @@ _CACHE_LIMIT: Final = 65_536
 #: that it becomes a rejected line rather than an insert that fails for the whole batch.
 MIN_NS: Final = -(2**63)
 MAX_NS: Final = 2**63 - 1
+#: What a reason says of an instant outside them.
+OUT_OF_RANGE: Final = (
+    "outside the years 1677 to 2262 that nanoseconds since 1970 can hold in 64 bits"
+)
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*([Zz]|[+-]\d\d(?::?\d\d)?)?",
@@ -156,10 +161,7 @@ def _in_range(ts_ns: int, text: str) -> int:
     """``ts_ns``, or ValueError when the store cannot hold it (see :data:`MIN_NS`)."""
     if MIN_NS <= ts_ns <= MAX_NS:
         return ts_ns
-    raise ValueError(
-        f"{text[:80]!r} is outside the years 1677 to 2262 that nanoseconds since 1970 can "
-        "hold in 64 bits"
-    )
+    raise ValueError(f"{text[:80]!r} is {OUT_OF_RANGE}")
 
 
 def _remember(cache: dict[K, V], key: K, value: V) -> None:

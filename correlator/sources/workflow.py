@@ -40,7 +40,13 @@ from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
 from correlator.sources._fields import take_id
 from correlator.sources._lines import excerpt, iter_lines
-from correlator.sources._time import MAX_NS, MIN_NS, format_rfc3339_ns, parse_rfc3339_ns
+from correlator.sources._time import (
+    MAX_NS,
+    MIN_NS,
+    OUT_OF_RANGE,
+    format_rfc3339_ns,
+    parse_rfc3339_ns,
+)
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -373,10 +379,7 @@ def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reje
     raw_bytes = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
     raw = raw_bytes.decode()
     if ts_ns is not None and not MIN_NS <= ts_ns <= MAX_NS:  # timestamptz reaches year 294276
-        reason = (
-            f"row {row_no} has a field 'ts' outside the years 1677 to 2262 that nanoseconds "
-            "since 1970 can hold in 64 bits"
-        )
+        reason = f"row {row_no} has a field 'ts' {OUT_OF_RANGE}"
         return Reject(_SOURCE, origin, row_no, reason, raw[:200])
     event = transition_event(
         {key: value for key, value in fields.items() if value is not None},  # NULL: absent
