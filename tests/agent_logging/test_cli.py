@@ -62,6 +62,13 @@ def dead_spool(directory: Path, count: int, pad: str = "") -> int:
         return fill(spool, directory.name, count, pad)
 
 
+def refusing_spool(directory: Path) -> None:
+    """A spool whose owner is gone: two records, then one over a ``max_line_size`` of 400."""
+    with Spool.open(directory) as spool:
+        fill(spool, directory.name, 2)
+        fill(spool, directory.name, 1, pad="x" * 500)
+
+
 @pytest.fixture
 def live_spool(tmp_path: Path) -> Iterator[int]:
     """A spool held open by this process, with two records; gives their payload bytes."""
@@ -260,9 +267,7 @@ def test_drain_counts_dead_lettered_records_as_not_visible(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "spool"
-    with Spool.open(root / "dead") as spool:
-        fill(spool, "dead", 2)
-        fill(spool, "dead", 1, pad="x" * 500)
+    refusing_spool(root / "dead")
     with LokiServer(limits=Limits(max_line_size=400)) as loki:
         assert _cli.main(drain_args(root, loki.url, 1.5)) == 1
         assert loki.count() == 2
@@ -277,9 +282,7 @@ def test_drain_keeps_failing_while_dead_letters_are_not_in_loki(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "spool"
-    with Spool.open(root / "dead") as spool:
-        fill(spool, "dead", 2)
-        fill(spool, "dead", 1, pad="x" * 500)
+    refusing_spool(root / "dead")
     letters = root / "dead" / DEAD_LETTER_NAME
     advice = (
         "Do not reimage yet. Dead letters are entries Loki refused, each with its labels, "

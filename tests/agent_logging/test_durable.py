@@ -72,13 +72,20 @@ def durable() -> Durable:
     return sink
 
 
-@pytest.fixture
-def reported() -> Iterator[list[str]]:
-    """What the library says on its internal logger (once per kind) during the test."""
+def internal_messages() -> tuple[list[str], logging.Handler]:
+    """A list that receives what the library says on its internal logger, and the handler
+    that fills it (attached now; remove it when done)."""
     said: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
     _state.internal_logger.addHandler(handler)
+    return said, handler
+
+
+@pytest.fixture
+def reported() -> Iterator[list[str]]:
+    """What the library says on its internal logger (once per kind) during the test."""
+    said, handler = internal_messages()
     try:
         yield said
     finally:
@@ -636,10 +643,7 @@ def test_a_forked_child_that_never_logs_leaves_the_parents_spool_alone(
     log.info("parent, spooled while Loki is down")
 
     def child() -> int:  # pragma: no cover - runs in the child
-        said: list[str] = []
-        handler = logging.Handler()
-        handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-        _state.internal_logger.addHandler(handler)
+        said, _ = internal_messages()
         agent_logging.shutdown(timeout_s=3.0)
         return 0 if not said else 4
 
@@ -664,10 +668,7 @@ def test_a_forked_child_that_never_logged_flushes_at_once_and_reports_its_own_he
     assert agent_logging.health()["spool_records"] == 3
 
     def child() -> int:  # pragma: no cover - runs in the child
-        said: list[str] = []
-        handler = logging.Handler()
-        handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-        _state.internal_logger.addHandler(handler)
+        said, _ = internal_messages()
         started = time.monotonic()
         if agent_logging.flush(timeout_s=10.0) is not True:
             return 3

@@ -21,6 +21,7 @@ from agent_logging._loki_client import LokiClient, PushResult
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
 from agent_logging.errors import ConfigurationError
+from tests.agent_logging.test_loki_client import NGINX_PLAIN_HTTP, REQUEST_REFUSED
 from tests.lokisim import Limits, LokiServer
 
 WALL = 1_795_000_000.5  # the fake wall clock: 2026-11-18T11:06:40.5Z
@@ -1055,17 +1056,6 @@ def test_line_too_long_is_dead_lettered_with_lokis_reason(tmp_path: Path) -> Non
 
 
 # -- refusals of the request: kept spooled and retried, never dead-lettered -------------------
-
-REQUEST_REFUSED = (
-    "the request was refused, not its entries (check the tenant, the URL and its scheme, "
-    "and any proxy in front of Loki)"
-)
-NGINX_PLAIN_HTTP = (
-    "<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n"
-    "<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n"
-    "<center>The plain HTTP request was sent to HTTPS port</center>\r\n"
-    "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
-)
 
 
 @pytest.fixture
