@@ -1,8 +1,8 @@
 """The spool's options: the full and fsync policies, and checking every option once, at open.
 
-What each policy does is in ``_spool``'s module doc. :meth:`SpoolOptions.checked` raises
-:class:`~agent_logging.errors.ConfigurationError` naming the option that is wrong, before the
-spool touches its directory.
+What each policy does is in the module doc of ``_spool_cap`` (full) and ``_spool_sync``
+(fsync). :meth:`SpoolOptions.checked` raises :class:`~agent_logging.errors.ConfigurationError`
+naming the option that is wrong, before the spool touches its directory.
 """
 
 from __future__ import annotations

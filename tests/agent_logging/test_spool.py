@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent_logging import _spool
+from agent_logging import _spool_sync
 from agent_logging._framing import HEADER_BYTES, encode_frame
 from agent_logging._spool import Batch, Spool, SpooledRecord, SpoolPosition, read_all
 from agent_logging.errors import ConfigurationError, SpoolError
@@ -552,7 +552,7 @@ def test_fsync_interval_is_driven_by_sync_if_due(
     directory: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr(_spool, "_now", lambda: now[0])
+    monkeypatch.setattr(_spool_sync, "_now", lambda: now[0])
     with Spool.open(directory, fsync="interval", fsync_interval_s=1.0) as spool:
         fsyncs.clear()
         fill(spool, range(2))
