@@ -13,33 +13,31 @@ What keeps a timeline fast at 10^7 events (``benchmarks/correlator.py``, figures
 timeline is some twenty lookups of one identifier value each: a full scan costs ~80 ms per
 lookup at 10^6 events on a 2-core machine, an index lookup 1-3 ms; keeping the indexes costs
 ~2.5 µs of CPU per inserted event). DuckDB uses an index only when the indexed column holds
-the scan's one filter and at most ``index_scan_max_count`` rows match, so the queries below
-keep the other conditions out of the scan: no ``OR`` across identifier columns (a ``UNION``
-of one branch per kind), time windows applied after the lookup. The link cardinalities are
-kept in a table of their own, so a process that opens the store to answer one question (the
-CLI) does not rescan every event first. Ingest runs as one transaction per input
-(:meth:`Store.bulk`): DuckDB then writes full row groups straight to the file instead of
-logging every row to the WAL and writing it again at the checkpoint.
+the scan's one filter and at most ``index_scan_max_count`` rows match, so the queries
+(``_reads``, ``_links``, ``_parents``) keep the other conditions out of the scan: no ``OR``
+across identifier columns (a ``UNION`` of one branch per kind), time windows applied after the
+lookup. The link cardinalities are kept in a table of their own, so a process that opens the
+store to answer one question (the CLI) does not rescan every event first. Ingest runs as one
+transaction per input (:meth:`Store.bulk`): DuckDB then writes full row groups straight to the
+file instead of logging every row to the WAL and writing it again at the checkpoint.
 
-Large answers (a busy node's 10,000 events) are read in two steps: which rows, in order, from
-the identifier, time and hash columns alone; then every column of just those rows, by ranges
-or a list of row ids, or by a scan the zone maps narrow down (``_rows``). The expansion's
-link counts and the link cardinalities are counted in SQL (``_links``), the lookups batched,
-one list per identifier kind (an IN list through the index, or on a small store one list
-parameter and a scan: ``_rows.one_of``); the parents' events take a few queries for all of
-them (``_parents``). Each inserted batch is sorted by node, then time, into row
-groups of 16,384 rows (the file is attached with that size, see :class:`Store`), so a busy
-node's events of one batch sit side by side. The tables' columns, types and DDL are in
-``_schema``.
+Large answers (a busy node's 10,000 events) are read in two steps (``_reads``): which rows, in
+order, from the identifier, time and hash columns alone; then every column of just those rows,
+by ranges or a list of row ids, or by a scan the zone maps narrow down (``_rows``). The
+expansion's link counts and the link cardinalities are counted in SQL (``_links``), the
+lookups batched, one list per identifier kind (an IN list through the index, or on a small
+store one list parameter and a scan: ``_rows.one_of``); the parents' events take a few
+queries for all of them (``_parents``). Each inserted batch (``_writes``) is sorted by node,
+then time, into row groups of 16,384 rows (the file is attached with that size, see
+:class:`Store`), so a busy node's events of one batch sit side by side. The tables' columns,
+types and DDL are in ``_schema``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,26 +45,14 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from correlator import _links
+from correlator import _links, _reads, _writes
 from correlator._parents import ParentQuery, parent_events_many
-from correlator._rows import (
-    FETCH_ROWS,
-    INDEX_ROWS,
-    fetch_events,
-    one_of,
-    row_filter,
-    time_window,
-)
-from correlator._schema import (
-    COLUMN_LIST,
-    DDL,
-    EVENTS_COLUMNS_DDL,
-    INDEX_DDL,
-    columns_from_events,
-    events_table,
-)
+from correlator._reads import ID_COLUMNS
+from correlator._rows import INDEX_ROWS
+from correlator._schema import DDL, columns_from_events, events_table
+from correlator._writes import IngestResult
 from correlator.errors import QueryError, SourceError
-from correlator.model import IDENTIFIER_KEYS, Event, Reject
+from correlator.model import Event, Reject
 
 __all__ = ["IngestResult", "Store"]
 
@@ -74,38 +60,6 @@ __all__ = ["IngestResult", "Store"]
 #: default is 122,880): see Store.__init__.
 _DATABASE: Final = "evidence"
 _ROW_GROUP_ROWS: Final = 16_384
-_INSERT_ORDER: Final = "ORDER BY node_id, ts_ns, hash"
-
-#: Identifier columns, the only names ever formatted into SQL (from this fixed tuple).
-_ID_COLUMNS: Final = (*IDENTIFIER_KEYS, "trace_id")
-
-
-@dataclass
-class IngestResult:
-    """What one ingest did: accepted (new), duplicate (already stored), rejected by reason."""
-
-    accepted: int = 0
-    duplicate: int = 0
-    rejected: Counter[str] = field(default_factory=Counter)
-
-    def add(self, other: IngestResult) -> None:
-        self.accepted += other.accepted
-        self.duplicate += other.duplicate
-        self.rejected.update(other.rejected)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "accepted": self.accepted,
-            "duplicate": self.duplicate,
-            "rejected": sum(self.rejected.values()),
-            "rejected_by_reason": dict(self.rejected.most_common()),
-        }
-
-
-def _reason_kind(reason: str) -> str:
-    """Group reject reasons for the summary: the text before any line-specific detail."""
-    text = reason.split(":", 1)[0]
-    return " ".join(word for word in text.split() if not word.isdigit())[:80]
 
 
 class Store:
@@ -227,35 +181,9 @@ class Store:
         staged = table.num_rows
         if staged == 0:
             return IngestResult()
-        # Imported here: 60 ms of every CLI query's start-up, and only an insert needs it.
-        import pyarrow.compute as pc
-
-        # A batch rarely repeats a line: only then is the window that keeps one copy needed
-        # (it costs a quarter of the insert; the anti-join against what is stored is cheap).
-        # Rows go in ordered by node, then time: with the small row groups of Store.__init__
-        # a node's events of one batch sit side by side, which is what a timeline reads.
-        if pc.count_distinct(table.column("hash")).as_py() == staged:
-            sql = (
-                f"INSERT INTO events ({COLUMN_LIST}) SELECT {COLUMN_LIST} FROM staged_events s "  # noqa: S608 - column names come from EVENT_COLUMNS
-                "WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash) "
-                f"{_INSERT_ORDER}"
-            )
-        else:
-            sql = f"""
-                INSERT INTO events ({COLUMN_LIST})
-                SELECT {COLUMN_LIST} FROM (
-                    SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
-                ) AS s
-                WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
-                {_INSERT_ORDER}
-                """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
+        sql = _writes.insert_sql(table)
         with self._writer() as cursor:
-            cursor.register("staged_events", table)
-            try:
-                row = cursor.execute(sql).fetchone()
-            finally:
-                cursor.unregister("staged_events")
-        inserted = int(row[0]) if row else 0
+            inserted = _writes.insert_staged(cursor, table, sql)
         return IngestResult(accepted=inserted, duplicate=staged - inserted)
 
     @staticmethod
@@ -272,21 +200,23 @@ class Store:
         if not rejects:
             return IngestResult()
         with self._writer() as cursor:
-            cursor.executemany(
-                "INSERT INTO rejects (source, origin, line_no, reason, excerpt) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(r.source, r.origin, r.line_no, r.reason, r.excerpt) for r in rejects],
-            )
-        return IngestResult(rejected=Counter(_reason_kind(r.reason) for r in rejects))
+            _writes.insert_rejects(cursor, rejects)
+        return _writes.rejected(rejects)
 
     # -- reading -------------------------------------------------------------------------
 
-    def count(self) -> int:
+    @contextmanager
+    def _reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of its own for one read, closed at the end of the block."""
         cursor = self.cursor()
         try:
-            return self._count(cursor)
+            yield cursor
         finally:
             cursor.close()
+
+    def count(self) -> int:
+        with self._reader() as cursor:
+            return self._count(cursor)
 
     def _rows_hint(self) -> int:
         """The events the store holds, as of the last cardinalities (every expansion asks for
@@ -296,13 +226,8 @@ class Store:
 
     def rejects(self, limit: int = 1000) -> list[dict[str, Any]]:
         """The most recent rejects, newest first."""
-        rows = self.cursor().execute(
-            "SELECT source, origin, line_no, reason, excerpt FROM rejects "
-            "ORDER BY ingested_at DESC, origin, line_no LIMIT ?",
-            [limit],
-        )
-        names = [d[0] for d in rows.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in rows.fetchall()]
+        with self._reader() as cursor:
+            return _reads.rejects(cursor, limit)
 
     def events_matching(
         self,
@@ -320,70 +245,11 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        # One branch per identifier kind, each answered from that column's index; UNION (not
-        # ALL) keeps a row matched by several kinds once, as the equivalent OR would (rows are
-        # distinct: the content hash is unique). DuckDB answers an OR across columns, or a
-        # branch excluding the others' values, with a full scan: 4 s at 10^7 events.
-        branches: list[str] = []
-        params: list[Any] = []
-        window, window_params = time_window(from_ns, to_ns)
-        table_rows = self._rows_hint()
-        for key, values in ids.items():
-            if key not in _ID_COLUMNS:
-                raise QueryError(f"unknown identifier key {key!r}; use one of {_ID_COLUMNS}")
-            value_list = sorted(set(values))
-            if not value_list:
-                continue
-            condition, condition_params = one_of(key, value_list, table_rows)
-            branches.append(f"FROM events WHERE {condition}{window}")
-            params.extend(condition_params)
-            params.extend(window_params)
+        branches, params = _reads.matching_branches(ids, from_ns, to_ns, self._rows_hint())
         if not branches:
             return [], False
-
-        def union(columns: str) -> str:
-            return " UNION ".join(f"SELECT {columns} {branch}" for branch in branches)
-
-        cursor = self.cursor()
-        try:
-            # One snapshot for both steps: the row ids of the first must name the same rows in
-            # the second (a concurrent cluster() rewrites the table).
-            cursor.execute("BEGIN TRANSACTION")
-            # First which rows, in order, from the identifier and time columns alone: three
-            # columns are cheap to read even where a branch scans (a busy node).
-            # MATERIALIZED: ORDER BY + LIMIT straight over the union lets DuckDB's late
-            # materialisation turn the index lookups into a full scan (4-8 s at 10^7 events).
-            chosen = cursor.execute(
-                f"WITH matched AS MATERIALIZED ({union('rowid AS row_id, ts_ns, hash')}) "  # noqa: S608 - fixed names
-                "SELECT row_id FROM matched ORDER BY ts_ns, hash LIMIT ?",
-                [*params, limit + 1],
-            ).fetchall()
-            truncated = len(chosen) > limit
-            row_ids = [row[0] for row in chosen[:limit]]
-            by_row = row_filter(row_ids)
-            if by_row is not None:
-                where, row_params = by_row
-                events = fetch_events(
-                    cursor,
-                    f"SELECT {COLUMN_LIST} FROM events WHERE {where} ORDER BY ts_ns, hash",  # noqa: S608 - fixed names, bound values
-                    row_params,
-                )
-            else:
-                # Few rows: the branches again with every column, through the indexes. Many
-                # rows side by side (a store ordered by node): the branches again as scans the
-                # zone maps narrow down, not through the indexes (one row at a time).
-                if len(row_ids) > FETCH_ROWS:
-                    cursor.execute("SET SESSION index_scan_max_count = 0")
-                events = fetch_events(
-                    cursor,
-                    f"WITH matched AS MATERIALIZED ({union(COLUMN_LIST)}) "  # noqa: S608 - fixed names
-                    "SELECT * FROM matched ORDER BY ts_ns, hash LIMIT ?",
-                    [*params, limit],
-                )
-            cursor.execute("COMMIT")
-        finally:
-            cursor.close()
-        return events, truncated
+        with self._reader() as cursor:
+            return _reads.events_matching(cursor, branches, params, limit)
 
     def parent_events_many(
         self, parents: Sequence[ParentQuery], *, from_ns: int, to_ns: int, limit: int
@@ -402,15 +268,12 @@ class Store:
             QueryError: an unknown identifier key.
         """
         for parent in parents:
-            if parent.key not in _ID_COLUMNS or parent.child_key not in _ID_COLUMNS:
+            if parent.key not in ID_COLUMNS or parent.child_key not in ID_COLUMNS:
                 raise QueryError(f"unknown identifier key {parent.key!r} or {parent.child_key!r}")
         if not parents:
             return []
-        cursor = self.cursor()
-        try:
+        with self._reader() as cursor:
             return parent_events_many(cursor, parents, from_ns, to_ns, limit, self._rows_hint())
-        finally:
-            cursor.close()
 
     def nginx_events(
         self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
@@ -432,24 +295,8 @@ class Store:
         Returns:
             The events, oldest first.
         """
-        if unlinked_errors:
-            where = (
-                "json_extract_string(attrs, '$.log') = 'error' AND correlation_id IS NULL "
-                "AND ts_ns < ?"
-            )
-        else:
-            # ts_ns - duration < to_ns, with the duration unrounded: never later than the
-            # linker's start (it rounds to whole nanoseconds), and no cast of a huge duration
-            # to BIGINT that could overflow.
-            where = (
-                "json_extract_string(attrs, '$.log') = 'access' "
-                "AND ts_ns - ? < coalesce(duration_s, 0) * 1e9"
-            )
-        sql = (
-            f"SELECT {COLUMN_LIST} FROM events WHERE source = 'nginx' AND ts_ns >= ? "  # noqa: S608 - fixed text
-            f"AND {where} ORDER BY ts_ns"
-        )
-        return list(self._rows_as_events(sql, [from_ns, to_ns]))
+        with self._reader() as cursor:
+            return _reads.nginx_events(cursor, unlinked_errors, from_ns, to_ns)
 
     def cluster(self) -> None:
         """Rewrite the events in ``(node_id, ts_ns, hash)`` order, indexes included.
@@ -464,14 +311,7 @@ class Store:
         Readers see the old table until the rewrite commits.
         """
         with self._writer() as cursor:
-            cursor.execute(f"CREATE TABLE events_clustered ({EVENTS_COLUMNS_DDL})")
-            cursor.execute(
-                f"INSERT INTO events_clustered SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
-                "ORDER BY node_id, ts_ns, hash"
-            )
-            cursor.execute("DROP TABLE events")  # its indexes go with it
-            cursor.execute("ALTER TABLE events_clustered RENAME TO events")
-            cursor.execute(INDEX_DDL)
+            _writes.cluster(cursor)
 
     def set_links(self, linked: Sequence[Event]) -> int:
         """Store the identifiers an event gained by linking (matched by content hash)."""
@@ -481,46 +321,22 @@ class Store:
         if not rows:
             return 0
         with self._writer() as cursor:
-            cursor.executemany(
-                "UPDATE events SET correlation_id = ?, attrs = ? WHERE hash = ?", rows
-            )
-            # The links changed without the event count changing: the cardinalities are stale.
-            cursor.execute("DELETE FROM link_cardinality")
+            _writes.set_links(cursor, rows)
             self._cardinality = None
         return len(rows)
 
     def bounds_for(self, key: str, value: str) -> tuple[int, int] | None:
         """Earliest and latest evidence of one identifier, or None when there is none."""
-        if key not in _ID_COLUMNS:
+        if key not in ID_COLUMNS:
             raise QueryError(f"unknown identifier key {key!r}")
-        cursor = self.cursor()
-        try:
-            row = cursor.execute(
-                f"SELECT min(ts_ns), max(ts_ns) FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-                [value],
-            ).fetchone()
-        finally:
-            cursor.close()
-        if row is None or row[0] is None:
-            return None
-        return int(row[0]), int(row[1])
+        with self._reader() as cursor:
+            return _reads.bounds_for(cursor, key, value)
 
     def lifecycle_events(self, *, limit: int = 1_000_000) -> list[Event]:
         """Every lifecycle event: entity transitions, provider jobs, projections, and any
         record that reports a node's ``occupancy`` (findings read it from all of them)."""
-        sql = (
-            f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
-            "WHERE entity_kind IS NOT NULL OR layer IN ('provider', 'projection') "
-            "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
-        )
-        return list(self._rows_as_events(sql, [limit]))
-
-    def _rows_as_events(self, sql: str, params: Sequence[Any]) -> list[Event]:
-        cursor = self.cursor()
-        try:
-            return fetch_events(cursor, sql, params)
-        finally:
-            cursor.close()
+        with self._reader() as cursor:
+            return _reads.lifecycle_events(cursor, limit)
 
     def link_counts(
         self, key: str, value: str, *, from_ns: int | None = None, to_ns: int | None = None
@@ -533,13 +349,10 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        if key not in _ID_COLUMNS:
+        if key not in ID_COLUMNS:
             raise QueryError(f"unknown identifier key {key!r}")
-        cursor = self.cursor()
-        try:
+        with self._reader() as cursor:
             return _links.link_counts(cursor, key, value, from_ns, to_ns)
-        finally:
-            cursor.close()
 
     def link_counts_many(
         self,
@@ -557,11 +370,8 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        cursor = self.cursor()
-        try:
+        with self._reader() as cursor:
             return _links.link_counts_many(cursor, pairs, from_ns, to_ns, self._rows_hint())
-        finally:
-            cursor.close()
 
     def cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
         """For each pair of identifier kinds (a, b): the most b values seen with one a value,
@@ -585,21 +395,14 @@ class Store:
         return result
 
     def _stored_cardinalities(self, count: int) -> dict[tuple[str, str], tuple[int, int]] | None:
-        cursor = self.cursor()
-        try:
+        with self._reader() as cursor:
             return _links.stored_cardinalities(cursor, count)
-        finally:
-            cursor.close()
 
     def _compute_cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
-        cursor = self.cursor()
-        try:
+        with self._reader() as cursor:
             return _links.compute_cardinalities(cursor)
-        finally:
-            cursor.close()
 
     def time_bounds(self) -> tuple[int, int] | None:
-        row = self.cursor().execute("SELECT min(ts_ns), max(ts_ns) FROM events").fetchone()
-        if row is None or row[0] is None:
-            return None
-        return int(row[0]), int(row[1])
+        """The earliest and latest event's time, or None when the store is empty."""
+        with self._reader() as cursor:
+            return _reads.time_bounds(cursor)

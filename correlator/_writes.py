@@ -1,0 +1,136 @@
+"""What the store writes: new events without duplicates, rejects, links, the clustered rewrite.
+
+A batch is an Arrow table of ``_schema``'s ``events_table`` form, registered with DuckDB as
+``staged_events`` and inserted with an anti-join on the content hash (:func:`insert_sql`,
+:func:`insert_staged`), so re-ingesting the same input adds nothing. Rejected lines go to the
+``rejects`` table (:func:`insert_rejects`), counted by reason (:class:`IngestResult`).
+:func:`set_links` stores the identifiers linking gave events; :func:`cluster` rewrites
+``events`` in node order. Each function writes with the cursor it is given: the store's
+writer, under its lock. Column names are formatted into SQL only from the fixed
+``EVENT_COLUMNS``; values are always bound.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import duckdb
+import pyarrow as pa
+
+from correlator._schema import COLUMN_LIST, EVENTS_COLUMNS_DDL, INDEX_DDL
+from correlator.model import Reject
+
+__all__ = [
+    "IngestResult",
+    "cluster",
+    "insert_rejects",
+    "insert_sql",
+    "insert_staged",
+    "rejected",
+    "set_links",
+]
+
+_INSERT_ORDER: Final = "ORDER BY node_id, ts_ns, hash"
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did: accepted (new), duplicate (already stored), rejected by reason."""
+
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: IngestResult) -> None:
+        self.accepted += other.accepted
+        self.duplicate += other.duplicate
+        self.rejected.update(other.rejected)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "duplicate": self.duplicate,
+            "rejected": sum(self.rejected.values()),
+            "rejected_by_reason": dict(self.rejected.most_common()),
+        }
+
+
+def _reason_kind(reason: str) -> str:
+    """Group reject reasons for the summary: the text before any line-specific detail."""
+    text = reason.split(":", 1)[0]
+    return " ".join(word for word in text.split() if not word.isdigit())[:80]
+
+
+def insert_sql(table: pa.Table) -> str:
+    """The statement inserting the new rows of ``table`` (not empty), once registered as
+    ``staged_events``: rows whose hash is not stored yet, one per hash."""
+    # Imported here: 60 ms of every CLI query's start-up, and only an insert needs it.
+    import pyarrow.compute as pc
+
+    # A batch rarely repeats a line: only then is the window that keeps one copy needed
+    # (it costs a quarter of the insert; the anti-join against what is stored is cheap).
+    # Rows go in ordered by node, then time: with the small row groups of Store.__init__
+    # a node's events of one batch sit side by side, which is what a timeline reads.
+    if pc.count_distinct(table.column("hash")).as_py() == table.num_rows:
+        return (
+            f"INSERT INTO events ({COLUMN_LIST}) SELECT {COLUMN_LIST} FROM staged_events s "  # noqa: S608 - column names come from EVENT_COLUMNS
+            "WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash) "
+            f"{_INSERT_ORDER}"
+        )
+    return f"""
+                INSERT INTO events ({COLUMN_LIST})
+                SELECT {COLUMN_LIST} FROM (
+                    SELECT *, row_number() OVER (PARTITION BY hash) AS n FROM staged_events
+                ) AS s
+                WHERE n = 1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash)
+                {_INSERT_ORDER}
+                """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
+
+
+def insert_staged(cursor: duckdb.DuckDBPyConnection, table: pa.Table, sql: str) -> int:
+    """Run :func:`insert_sql`'s ``sql`` with ``table`` as ``staged_events``; the rows inserted."""
+    cursor.register("staged_events", table)
+    try:
+        row = cursor.execute(sql).fetchone()
+    finally:
+        cursor.unregister("staged_events")
+    return int(row[0]) if row else 0
+
+
+def insert_rejects(cursor: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
+    """Keep rejected lines with file, line number and reason."""
+    cursor.executemany(
+        "INSERT INTO rejects (source, origin, line_no, reason, excerpt) VALUES (?, ?, ?, ?, ?)",
+        [(r.source, r.origin, r.line_no, r.reason, r.excerpt) for r in rejects],
+    )
+
+
+def rejected(rejects: Sequence[Reject]) -> IngestResult:
+    """The rejects as an ingest's result: counted by the kind of their reason."""
+    return IngestResult(rejected=Counter(_reason_kind(r.reason) for r in rejects))
+
+
+def set_links(
+    cursor: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str | None, str, int]]
+) -> None:
+    """Set ``(correlation_id, attrs)`` of the events with each row's hash, and forget the
+    stored link cardinalities."""
+    cursor.executemany("UPDATE events SET correlation_id = ?, attrs = ? WHERE hash = ?", rows)
+    # The links changed without the event count changing: the cardinalities are stale.
+    cursor.execute("DELETE FROM link_cardinality")
+
+
+def cluster(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Rewrite ``events`` in ``(node_id, ts_ns, hash)`` order, indexes included
+    (``Store.cluster`` says when it pays)."""
+    cursor.execute(f"CREATE TABLE events_clustered ({EVENTS_COLUMNS_DDL})")
+    cursor.execute(
+        f"INSERT INTO events_clustered SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
+        "ORDER BY node_id, ts_ns, hash"
+    )
+    cursor.execute("DROP TABLE events")  # its indexes go with it
+    cursor.execute("ALTER TABLE events_clustered RENAME TO events")
+    cursor.execute(INDEX_DDL)
