@@ -34,10 +34,14 @@ from agent_logging._drain import (
     drain,
     either,
     nested_spool_roots,
+)
+from agent_logging._spool_dirs import (
+    DEAD_LETTER_NAME,
+    dead_letter_paths,
     owner_pid,
+    spool_dirs,
     spooled_records,
 )
-from agent_logging._spool_dirs import DEAD_LETTER_NAME, dead_letter_paths, spool_dirs
 from agent_logging.errors import AgentLoggingError
 
 __all__ = ["main", "spool_status"]

@@ -3,17 +3,21 @@
 A spool directory is ``<spool_dir>/<service>/`` (``<service>.<pid>/`` when another live
 process holds that one): a ``lock`` file, ``seg-*.spool`` segments, ``acked``, and the
 dead-letter files of entries Loki refused. The durable sink (``_durable``) opens its own and
-adopts orphans; ``agent-logging status`` and ``drain`` (``_cli``, ``_drain``) find them.
+adopts orphans; ``agent-logging status`` and ``drain`` (``_cli``, ``_drain``) find them and
+read them from outside (:func:`spooled_records`, :func:`owner_pid`), their owner alive or not.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_logging._segments import SpooledRecord, read_all
 from agent_logging._spool import Spool
 from agent_logging.errors import SpoolError
 
@@ -25,9 +29,11 @@ __all__ = [
     "dead_letter_paths",
     "is_spool_dir",
     "open_own_spool",
+    "owner_pid",
     "remove_spool_files",
     "spool_dirs",
     "spool_kwargs",
+    "spooled_records",
     "storage_problem",
 ]
 
@@ -50,6 +56,39 @@ def spool_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(path for path in root.iterdir() if path.is_dir() and is_spool_dir(path))
+
+
+def spooled_records(directory: Path) -> Iterator[SpooledRecord]:
+    """The spool's unacknowledged records; none once its directory is gone.
+
+    An adopting process removes an orphan spool it emptied, possibly while we look at it:
+    a directory that vanished holds nothing, which is not an error.
+    """
+    try:
+        yield from read_all(directory)
+    except SpoolError:
+        if directory.exists():
+            raise
+
+
+def owner_pid(directory: Path) -> str | None:
+    """The pid holding the spool's lock, or None when nobody does."""
+    lock = directory / "lock"
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # no lock file, or the spool was removed meanwhile
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            text = lock.read_text("ascii", "replace").strip()
+        except OSError:
+            text = ""
+        return text or "unknown"
+    finally:
+        os.close(fd)  # closing drops our shared lock, if we got it
+    return None
 
 
 def dead_letter_paths(directory: Path) -> list[Path]:

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging import _cli, _drain, _state
+from agent_logging import _cli, _spool_dirs, _state
 from agent_logging._dead_letter import append_dead_letter
 from agent_logging._durable import Durable
 from agent_logging._entries import PushEntry
@@ -371,7 +371,7 @@ def test_drain_waits_for_a_live_owner_to_ship_what_it_had_spooled(
             go_on.wait(20.0)
         return read_all(directory)
 
-    monkeypatch.setattr(_drain, "read_all", watched_read_all)
+    monkeypatch.setattr(_spool_dirs, "read_all", watched_read_all)
     codes: list[int] = []
     drainer = threading.Thread(
         target=lambda: codes.append(_cli.main(drain_args(root, loki.url, 10.0)))
