@@ -12,20 +12,10 @@ joined while a quote is open (PostgreSQL doubles ``"`` inside quoted fields, so 
 ``"`` means "still inside"). A record still open at the end of input, or when a line that can
 only start a new record arrives, is rejected as unterminated.
 
-Identifiers come from the last sqlcommenter comment (https://google.github.io/sqlcommenter/spec/)
-in the statement (jsonlog ``statement``, csvlog ``query``) or else the message (``log_statement``
-lines carry the statement there): ``/*allocation_id='a-9',correlation_id='c-1',
-traceparent='00-<trace_id>-<span_id>-01'*/``; ``span_id`` is the span that issued the
-statement. ``application_name`` adds what the comment lacks, by this convention:
-
-- ``SERVICE`` (letters, digits, ``. _ -``): the client service, e.g. ``api``;
-- ``SERVICE/KEY=VALUE[,KEY=VALUE...]`` with KEY one of the five identifiers, e.g.
-  ``api/correlation_id=c-1``. PostgreSQL keeps 63 bytes of it: when it is exactly that long its
-  last value may have been cut, so that value is refused.
-
-Values failing :func:`agent_logging._ids.problem` are left out and named in
-``attrs["rejected_ids"]``. Errors (ERROR/FATAL/PANIC with a SQLSTATE outside classes 00, 01
-and 02) get ``owner_hint="db"`` and the SQLSTATE as ``error_type``.
+Identifiers come from the statement's sqlcommenter comment and from ``application_name``
+(``_sqlcommenter`` says how). Values failing :func:`agent_logging._ids.problem` are left out
+and named in ``attrs["rejected_ids"]``. Errors (ERROR/FATAL/PANIC with a SQLSTATE outside
+classes 00, 01 and 02) get ``owner_hint="db"`` and the SQLSTATE as ``error_type``.
 """
 
 from __future__ import annotations
@@ -33,19 +23,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
-from urllib.parse import unquote
 
 import orjson
 
-from agent_logging._ids import problem
-from agent_logging._propagation import parse_headers
-from correlator.model import IDENTIFIER_KEYS, MAX_LINE_BYTES, Event, Reject, content_hash
+from correlator.model import MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources._lines import excerpt, line_reject, unreadable
+from correlator.sources._sqlcommenter import identifiers
 from correlator.sources._time import parse_postgres_ns
 
-__all__ = ["CSV_COLUMNS", "parse", "sqlcommenter_tags"]
+__all__ = ["CSV_COLUMNS", "parse"]
 
 _SOURCE: Final = "postgres"
 _MAX_ATTR_CHARS: Final = 2048
@@ -85,14 +73,8 @@ CSV_COLUMNS: Final = (
 _CSV_WIDTHS: Final = {23: "PostgreSQL 12", 24: "PostgreSQL 13", 26: "PostgreSQL 14+"}
 
 _CSV_START = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? [A-Za-z0-9+:-]{1,8},")
-_COMMENT = re.compile(r"/\*(.*?)\*/", re.DOTALL)
-_TAG = re.compile(r"\s*([^\s=,']+)\s*=\s*'((?:[^'\\]|\\.)*)'\s*(?:,|$)")
-_BACKSLASH = re.compile(r"\\(.)")
-_APPLICATION = re.compile(r"([A-Za-z0-9._-]{1,63})(?:/(.*))?", re.DOTALL)
 _INTEGER = re.compile(r"-?\d{1,19}", re.ASCII)
 _DURATION = re.compile(r"duration: (\d+(?:\.\d+)?) ms")
-#: PostgreSQL stores NAMEDATALEN - 1 bytes of application_name.
-_APPLICATION_NAME_MAX: Final = 63
 
 _LEVELS: Final = {
     "PANIC": "critical",
@@ -302,7 +284,12 @@ def _event(
     ):
         if (value := fields.get(key)) is not None:
             attrs["command_tag" if key == "ps" else key] = _clip(value)
-    ids, service = _identifiers(fields, attrs)
+    identified = identifiers(fields)
+    if identified.tags:  # framework tags (route, controller, application...): a few, clipped
+        attrs["sql_tags"] = {key: _clip(value) for key, value in identified.tags[:_MAX_SQL_TAGS]}
+    if identified.rejected:
+        attrs["rejected_ids"] = identified.rejected
+    ids = identified.ids
     message = fields.get("message", "")
     duration = _DURATION.search(message)
     return Event(
@@ -313,7 +300,7 @@ def _event(
         message=_summary(severity, sqlstate, message, fields.get("detail"), is_error),
         raw=text,
         hash=content_hash(_SOURCE, raw),
-        service=service,
+        service=identified.service,
         level=level,
         correlation_id=ids.get("correlation_id"),
         allocation_id=ids.get("allocation_id"),
@@ -359,108 +346,3 @@ def _summary(
             name = _SQLSTATE_NAMES.get(sqlstate)
             text = f"{severity} {sqlstate}{f' ({name})' if name else ''}: {text}"
     return _clip(text)
-
-
-def sqlcommenter_tags(text: str) -> dict[str, str]:
-    """The key/value pairs of the last sqlcommenter comment in ``text``.
-
-    Follows https://google.github.io/sqlcommenter/spec/: ``/*key='value',...*/`` with keys and
-    values URL-encoded and ``'`` escaped as ``\\'``. A comment that is not wholly such pairs is
-    not a sqlcommenter comment and is skipped. A value whose %-escapes do not decode to UTF-8 is
-    kept as written (identifier checks then refuse it by its ``%``).
-
-    Args:
-        text: a statement or message.
-
-    Returns:
-        Decoded keys to decoded values; empty when there is no such comment.
-    """
-    if "/*" not in text:
-        return {}
-    for comment in reversed(_COMMENT.findall(text)):
-        tags = _tags(comment)
-        if tags:
-            return tags
-    return {}
-
-
-def _tags(body: str) -> dict[str, str]:
-    tags: dict[str, str] = {}
-    position = 0
-    while position < len(body):
-        pair = _TAG.match(body, position)
-        if pair is None or pair.end() == position:
-            return {}
-        position = pair.end()
-        key = _decode(pair[1])
-        tags[key] = _decode(_BACKSLASH.sub(r"\1", pair[2]))
-    return tags
-
-
-def _decode(value: str) -> str:
-    if "%" not in value:
-        return value
-    try:
-        return unquote(value, errors="strict")
-    except UnicodeDecodeError:
-        return value
-
-
-def _identifiers(fields: Mapping[str, str], attrs: dict[str, Any]) -> tuple[dict[str, str], str]:
-    """Identifiers from the statement's comment, then ``application_name``; and the service."""
-    ids: dict[str, str] = {}
-    rejected: dict[str, str] = {}
-    statement = fields.get("statement", "")
-    tags = sqlcommenter_tags(statement) or sqlcommenter_tags(fields.get("message", ""))
-    for key, value in tags.items():
-        if key in IDENTIFIER_KEYS:
-            reason = problem(key, value)
-            if reason is None:
-                ids[key] = value
-            else:
-                rejected[key] = reason
-        elif key == "traceparent":
-            found, problems = parse_headers({"traceparent": value})
-            ids.update(found)
-            if problems:
-                rejected["traceparent"] = "; ".join(problems)
-    others = [(k, v) for k, v in tags.items() if k not in IDENTIFIER_KEYS and k != "traceparent"]
-    if others:  # framework tags (route, controller, application...): a few, clipped
-        attrs["sql_tags"] = {key: _clip(value) for key, value in others[:_MAX_SQL_TAGS]}
-    service = "postgres"
-    application = _APPLICATION.fullmatch(fields.get("application_name", ""))
-    if application is not None:
-        pairs = _application_pairs(application[2], fields["application_name"], rejected)
-        if pairs is not None:
-            service = application[1]
-            for key, value in pairs.items():
-                ids.setdefault(key, value)
-    if rejected:
-        attrs["rejected_ids"] = rejected
-    return ids, service
-
-
-def _application_pairs(
-    text: str | None, application_name: str, rejected: dict[str, str]
-) -> dict[str, str] | None:
-    """``KEY=VALUE,...`` after ``SERVICE/``; None when the name does not follow the convention."""
-    if text is None:
-        return {}
-    pairs: dict[str, str] = {}
-    parts = text.split(",")
-    for index, part in enumerate(parts):
-        key, sep, value = part.partition("=")
-        if not sep or key not in IDENTIFIER_KEYS:
-            return None
-        if index == len(parts) - 1 and len(application_name.encode()) >= _APPLICATION_NAME_MAX:
-            rejected[f"application_name.{key}"] = (
-                f"may be cut: application_name is {_APPLICATION_NAME_MAX} bytes, the most "
-                "PostgreSQL keeps"
-            )
-            continue
-        reason = problem(key, value)
-        if reason is None:
-            pairs[key] = value
-        else:
-            rejected[f"application_name.{key}"] = reason
-    return pairs

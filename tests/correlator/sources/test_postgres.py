@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from agent_logging._propagation import sql_comment_for
 from correlator.model import LEVELS, MAX_LINE_BYTES, Event, Reject, content_hash
-from correlator.sources.postgres import CSV_COLUMNS, parse, sqlcommenter_tags
+from correlator.sources._sqlcommenter import sqlcommenter_tags
+from correlator.sources.postgres import CSV_COLUMNS, parse
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "postgres"
 ORIGIN = "postgresql.log"
