@@ -97,7 +97,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-logging", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     status = sub.add_parser("status", help="show the health of spools")
-    status.add_argument("--spool-dir", type=Path, required=True)
+    status.add_argument(
+        "--spool-dir",
+        type=Path,
+        required=True,
+        help="the spool_dir the service was configured with, or one spool directory",
+    )
     status.add_argument("--json", action="store_true", help="print JSON")
     drain = sub.add_parser(
         "drain",
@@ -121,12 +126,22 @@ def _parser() -> argparse.ArgumentParser:
     drain.add_argument(
         "--loki-url", default=env(_environ.LOKI_URL), help=f"default: ${_environ.LOKI_URL}"
     )
-    drain.add_argument("--timeout-s", type=float, default=120.0)
-    drain.add_argument("--tenant", default=env(_environ.LOKI_TENANT))
-    drain.add_argument("--username", default=env(_environ.LOKI_USERNAME))
-    drain.add_argument("--password", default=env(_environ.LOKI_PASSWORD))
-    drain.add_argument("--bearer-token", default=env(_environ.LOKI_BEARER_TOKEN))
-    drain.add_argument("--ca-bundle", default=env(_environ.LOKI_CA_BUNDLE))
+    drain.add_argument(
+        "--timeout-s",
+        type=float,
+        default=120.0,
+        help="give up after this many seconds of shipping and querying (default 120)",
+    )
+    # A command line is visible to every user of the machine (ps): secrets are better given
+    # through the environment.
+    for flag, variable, meaning in (
+        ("--tenant", _environ.LOKI_TENANT, "X-Scope-OrgID of a multi-tenant Loki"),
+        ("--username", _environ.LOKI_USERNAME, "basic auth user"),
+        ("--password", _environ.LOKI_PASSWORD, "basic auth password (the variable is safer)"),
+        ("--bearer-token", _environ.LOKI_BEARER_TOKEN, "bearer token (the variable is safer)"),
+        ("--ca-bundle", _environ.LOKI_CA_BUNDLE, "CA certificates (a file) for Loki's TLS"),
+    ):
+        drain.add_argument(flag, default=env(variable), help=f"{meaning}; default: ${variable}")
     drain.add_argument(
         "--node-id-label",
         choices=("auto", "on", "off"),

@@ -31,13 +31,12 @@ from typing import Any, TypeVar
 import orjson
 
 from correlator import _environ
+from correlator._arguments import parser
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
-from correlator.queries import MAX_LIMIT
 from correlator.store import IngestResult, Store
 
 __all__ = ["main"]
 
-DEFAULT_DB = "correlator.duckdb"
 _READ_COMMANDS = frozenset({"timeline", "graph", "findings", "latency"})
 
 _Number = TypeVar("_Number", int, float)
@@ -291,104 +290,6 @@ def _start_findings_logger(store: Store, interval_s: float) -> None:
     threading.Thread(target=loop, name="correlator-findings", daemon=True).start()
 
 
-def _limit(text: str) -> int:
-    """``--limit``: an integer from 1 to ``MAX_LIMIT``.
-
-    Args:
-        text: the argument as given.
-
-    Returns:
-        The limit.
-
-    Raises:
-        argparse.ArgumentTypeError: ``text`` is not such an integer (argparse reports it and
-            exits with status 2).
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-    if not 1 <= value <= MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LIMIT}, not {value}")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="correlator", description="One incident timeline across five layers."
-    )
-    parser.add_argument(
-        "--db",
-        default=os.environ.get(_environ.DB, DEFAULT_DB),
-        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB})",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    ingest = sub.add_parser("ingest", help="read evidence into the database")
-    ingest.add_argument(
-        "--source", required=True, help="ndjson, agent, nginx, postgres, workflow, k8s, aap or loki"
-    )
-    ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
-    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
-    ingest.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="processes that parse files of 64 MiB or more (default: one per core, at most 4;"
-        " 1 parses in this process)",
-    )
-    ingest.add_argument("--query", help="LogQL (with --source loki)")
-    ingest.add_argument("--since", help="how far back (with --source loki), e.g. 1h")
-    ingest.add_argument("--from", dest="from_", help="window start: RFC 3339, ns, or now-1h")
-    ingest.add_argument("--to", help="window end")
-    ingest.add_argument("--loki-url")
-    ingest.add_argument("--tenant")
-    ingest.add_argument("--username")
-    ingest.add_argument("--ca-bundle")
-    ingest.add_argument(
-        "--dsn", help="PostgreSQL DSN of the workflow audit table (with --source workflow)"
-    )
-    ingest.add_argument("--table", default="allocation_audit")
-
-    timeline = sub.add_parser("timeline", help="everything about one identifier, in order")
-    timeline.add_argument("--id", required=True, help="KEY=VALUE, e.g. allocation_id=a-9")
-    output = timeline.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true")
-    output.add_argument("--html", metavar="FILE")
-    timeline.add_argument("--from", dest="from_")
-    timeline.add_argument("--to")
-    timeline.add_argument(
-        "--limit",
-        type=_limit,
-        default=10_000,
-        help=f"at most this many events, 1 to {MAX_LIMIT} (default 10000)",
-    )
-
-    graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
-    graph.add_argument("--id", required=True)
-
-    findings = sub.add_parser("findings", help="stuck lifecycles, drift and orphans")
-    findings.add_argument("--json", action="store_true")
-    findings.add_argument("--now", help="reference time (default: now)")
-    findings.add_argument(
-        "--log", action="store_true", help="also log each finding through agent_logging"
-    )
-
-    latency = sub.add_parser("latency", help="per-phase durations by provider")
-    latency.add_argument("--json", action="store_true")
-
-    serve = sub.add_parser("serve", help="the HTTP service and web page")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-
-    demo = sub.add_parser("demo", help="build a realistic incident, show it, serve it")
-    demo.add_argument("--no-serve", action="store_true", help="print and exit")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8080)
-    demo.add_argument("--seed", type=int, default=7)
-    return parser
-
-
 _COMMANDS = {
     "ingest": _ingest,
     "timeline": _timeline,
@@ -409,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 success, 1 nothing found or a source failed, 2 bad arguments or
         input (argparse's own errors exit with 2 as well, through ``SystemExit``).
     """
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     read_only = args.command in _READ_COMMANDS
     # DuckDB creates a missing file on a read-write open: a mistyped --db would leave an
     # empty database behind and answer "no evidence". ingest, demo and serve (which takes

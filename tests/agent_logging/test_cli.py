@@ -27,6 +27,7 @@ from agent_logging._loki_client import LokiClient
 from agent_logging._render import rfc3339_ns
 from agent_logging._spool import Spool, read_all
 from agent_logging._spool_dirs import DEAD_LETTER_NAME
+from tests.argparse_help import options_without_help
 from tests.lokisim import Limits, LokiServer
 
 
@@ -485,3 +486,7 @@ def test_malformed_command_lines_exit_2(
         _cli.main(argv)
     assert exited.value.code == 2
     assert "usage: agent-logging" in capsys.readouterr().err
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    assert options_without_help(_cli._parser(), "agent-logging") == []

@@ -7,9 +7,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from correlator._arguments import parser
 from correlator._demo_story import STUCK_ALLOCATION
 from correlator.cli import main
 from correlator.store import Store
+from tests.argparse_help import options_without_help
 from tests.correlator.conftest import DEMO_NOW_NS
 
 RECORDS = [
@@ -319,3 +321,7 @@ def test_serve_names_a_malformed_setting_before_serving(
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("serve started"))
     assert main(["--db", str(tmp_path / "c.duckdb"), "serve", "--port", "0"]) == 2
     assert capsys.readouterr().err == f"correlator: {message}\n"
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    assert options_without_help(parser(), "correlator") == []

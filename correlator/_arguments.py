@@ -1,0 +1,138 @@
+"""The ``correlator`` command's arguments: the subcommands, their options and their help.
+
+``correlator.cli`` runs what they ask for. Defaults that come from the environment
+(``CORRELATOR_DB``, the ``CORRELATOR_LOKI_*`` settings) are named in the help, and declared in
+``_environ``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from correlator import _environ
+from correlator.queries import MAX_LIMIT
+
+__all__ = ["DEFAULT_DB", "parser"]
+
+DEFAULT_DB = "correlator.duckdb"
+
+
+def _limit(text: str) -> int:
+    """``--limit``: an integer from 1 to ``MAX_LIMIT``.
+
+    Args:
+        text: the argument as given.
+
+    Returns:
+        The limit.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not such an integer (argparse reports it and
+            exits with status 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LIMIT}, not {value}")
+    return value
+
+
+def _window(command: argparse.ArgumentParser, start: str, end: str) -> None:
+    """``--from`` and ``--to``, each a time as ``queries.parse_time_ns`` reads it."""
+    forms = "RFC 3339, nanoseconds since 1970, or now-1h"
+    command.add_argument("--from", dest="from_", metavar="TIME", help=f"{start}: {forms}")
+    command.add_argument("--to", metavar="TIME", help=f"{end}: {forms}")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``correlator`` command's parser: every subcommand, each option with its help."""
+    parser = argparse.ArgumentParser(
+        prog="correlator", description="One incident timeline across five layers."
+    )
+    parser.add_argument(
+        "--db",
+        default=os.environ.get(_environ.DB, DEFAULT_DB),
+        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ingest = sub.add_parser("ingest", help="read evidence into the database")
+    ingest.add_argument(
+        "--source", required=True, help="ndjson, agent, nginx, postgres, workflow, k8s, aap or loki"
+    )
+    ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes that parse files of 64 MiB or more (default: one per core, at most 4;"
+        " 1 parses in this process)",
+    )
+    ingest.add_argument("--query", help="LogQL (with --source loki)")
+    ingest.add_argument(
+        "--since", help="how far back from --to (with --source loki), e.g. 1h (default 1h)"
+    )
+    _window(ingest, "window start", "window end (default: now)")
+    ingest.add_argument("--loki-url", help=f"Loki's base URL (default ${_environ.LOKI_URL})")
+    ingest.add_argument(
+        "--tenant", help=f"X-Scope-OrgID of a multi-tenant Loki (default ${_environ.LOKI_TENANT})"
+    )
+    ingest.add_argument(
+        "--username",
+        help=f"basic auth user (default ${_environ.LOKI_USERNAME}); the password only from "
+        f"${_environ.LOKI_PASSWORD}, a bearer token from ${_environ.LOKI_BEARER_TOKEN}",
+    )
+    ingest.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help=f"CA certificates for Loki's TLS (default ${_environ.LOKI_CA_BUNDLE})",
+    )
+    ingest.add_argument(
+        "--dsn", help="PostgreSQL DSN of the workflow audit table (with --source workflow)"
+    )
+    ingest.add_argument(
+        "--table",
+        default="allocation_audit",
+        help="the audit table (with --dsn; default allocation_audit)",
+    )
+
+    timeline = sub.add_parser("timeline", help="everything about one identifier, in order")
+    timeline.add_argument("--id", required=True, help="KEY=VALUE, e.g. allocation_id=a-9")
+    output = timeline.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the answer as JSON")
+    output.add_argument("--html", metavar="FILE", help="write a self-contained page to FILE")
+    _window(timeline, "only events at or after TIME", "only events before TIME")
+    timeline.add_argument(
+        "--limit",
+        type=_limit,
+        default=10_000,
+        help=f"at most this many events, 1 to {MAX_LIMIT} (default 10000)",
+    )
+
+    graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
+    graph.add_argument("--id", required=True, help="KEY=VALUE, e.g. node_id=n-17")
+
+    findings = sub.add_parser("findings", help="stuck lifecycles, drift and orphans")
+    findings.add_argument("--json", action="store_true", help="print the findings as JSON")
+    findings.add_argument("--now", help="reference time (default: now)")
+    findings.add_argument(
+        "--log", action="store_true", help="also log each finding through agent_logging"
+    )
+
+    latency = sub.add_parser("latency", help="per-phase durations by provider")
+    latency.add_argument("--json", action="store_true", help="print the phases as JSON")
+
+    serve = sub.add_parser("serve", help="the HTTP service and web page")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+
+    demo = sub.add_parser("demo", help="build a realistic incident, show it, serve it")
+    demo.add_argument("--no-serve", action="store_true", help="print and exit")
+    demo.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    demo.add_argument("--port", type=int, default=8080, help="port to serve on (8080)")
+    demo.add_argument("--seed", type=int, default=7, help="the incident's random seed (7)")
+    return parser
