@@ -46,7 +46,7 @@ skipped, the ingest figures shown are those of the run that built the store): fo
 query changes without paying ~10 minutes per try at 10^7. ``--record`` rewrites the
 section titled :data:`SECTION` of ``benchmarks/RESULTS.md`` (or appends it; other sections are
 left as they are).
-The default run takes about 12 minutes on 2 cores (``--cluster``: 3 more) and needs about
+The default run takes about 13 minutes on 2 cores (``--cluster``: 3 more) and needs about
 6 GB in ``$TMPDIR`` at 10^7 events (the NDJSON files and the store; twice the store with
 ``--cluster``).
 """
