@@ -5,10 +5,11 @@ Usage::
     python durable_child.py SPOOL_DIR LOKI_URL SERVICE RUN [COUNT]
 
 Configures ``agent_logging`` with ``loki_url=LOKI_URL`` and ``spool_dir=SPOOL_DIR`` (batches
-every 20 ms), then logs ``{"event": "tick", "run": RUN, "seq": N}`` for N = 0, 1, 2 ... and,
-after each logging call has returned, writes ``N`` and a newline to stdout with one
-``os.write``. A number on stdout is therefore a record the library had accepted. With COUNT,
-it stops after COUNT records and waits for stdin to close (its parent kills it first).
+every 20 ms, of at most ``BATCH_MAX_BYTES``), then logs ``{"event": "tick", "run": RUN,
+"seq": N}`` for N = 0, 1, 2 ... and, after each logging call has returned, writes ``N`` and a
+newline to stdout with one ``os.write``. A number on stdout is therefore a record the library
+had accepted. With COUNT, it stops after COUNT records and waits for stdin to close (its
+parent kills it first).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import agent_logging
 # every stage (start-up, replay, logging, a push in flight, an ack) rather than mostly in
 # the logging loop.
 _PACE_S = 0.0005
+# Small batches (some 50 records): a kill resends at most the batch in flight, and the crash
+# test bounds the resends by this size.
+BATCH_MAX_BYTES = 8192
 
 
 def main(argv: list[str]) -> int:
@@ -36,6 +40,7 @@ def main(argv: list[str]) -> int:
         spool_dir=spool_dir,
         output="none",
         batch_interval_s=0.02,
+        batch_max_bytes=BATCH_MAX_BYTES,
         health_interval_s=0,
     )
     log = agent_logging.get_logger("tests.crash")

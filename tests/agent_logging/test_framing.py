@@ -198,8 +198,45 @@ def test_many_flipped_bytes_lose_only_their_frames(
         assert any(m.offset <= frame.offset and frame.end <= m.end for m in markers)
 
 
-@given(st.binary(max_size=400), st.integers(0, 40))
-def test_garbage_never_raises_and_items_tile_the_input(buf: bytes, start: int) -> None:
+_MARK = b"\xf7\x02"  # a frame's first two bytes (see test_encode_literal_layout)
+_frames_st = st.builds(
+    encode_frame, st.integers(0, 2**64 - 1), st.binary(max_size=40), st.integers(0, 2**64 - 1)
+)
+# What lies in a damaged or partly written segment: an intact frame (True), or bytes that
+# are not one (False): garbage, a bare mark, a mark and a broken header, a frame cut short,
+# zeros (space not written).
+_pieces_st = st.one_of(
+    st.tuples(_frames_st, st.just(True)),
+    st.tuples(
+        st.one_of(
+            st.binary(min_size=1, max_size=60),
+            st.just(_MARK),
+            st.binary(min_size=1, max_size=30).map(_MARK.__add__),
+            st.builds(lambda frame, cut: frame[: max(cut, 1)], _frames_st, st.integers(1, 60)),
+            st.integers(1, 40).map(bytes),
+        ),
+        st.just(False),
+    ),
+)
+
+
+@st.composite
+def _spliced(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    """Garbage with intact frames and frame marks spliced in; the offsets of those frames."""
+    buf, offsets = b"", []
+    for piece, intact in draw(st.lists(_pieces_st, max_size=10)):
+        if intact:
+            offsets.append(len(buf))
+        buf += piece
+    return buf, offsets
+
+
+@given(_spliced(), st.data())
+def test_garbage_with_frames_spliced_in_decodes_to_items_that_tile_it(
+    spliced: tuple[bytes, list[int]], data: st.DataObject
+) -> None:
+    buf, offsets = spliced
+    start = data.draw(st.integers(0, len(buf) + 2))
     decoded = list(iter_frames(buf, start))
     position = start
     for index, item in enumerate(decoded):
@@ -211,6 +248,9 @@ def test_garbage_never_raises_and_items_tile_the_input(buf: bytes, start: int) -
         position = item.end
     # Only zeros (space not written) may follow the last item.
     assert position == max(start, len(buf)) or not any(buf[position:])
+    # Every intact frame from the start on is found, whatever came before it.
+    found = [item.offset for item in decoded if isinstance(item, Frame)]
+    assert set(found) >= {offset for offset in offsets if offset >= start}
 
 
 @given(records_st, st.data())

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given
@@ -16,6 +17,7 @@ from agent_logging._propagation import (
     render_headers,
     sql_comment_for,
 )
+from agent_logging._types import IDENTIFIER_KEYS
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"
@@ -99,6 +101,85 @@ def test_parse_headers_never_raises(headers: dict[str, str]) -> None:
     for key, value in ids.items():
         assert agent_logging.ids_from_payload({key: value}) == {key: value}
     assert all(isinstance(p, str) for p in problems)
+
+
+_HEX = "0123456789abcdef"
+_TRACE_IDS = st.text(_HEX, min_size=32, max_size=32).filter(lambda t: t != "0" * 32)
+_SPAN_IDS = st.text(_HEX, min_size=16, max_size=16).filter(lambda s: s != "0" * 16)
+_OWS = st.sampled_from(["", " ", "\t"])  # optional white space around values
+# (template, valid): {v} a version 01-fe, {t} {s} {f} trace id, span id, flags, {x} a suffix.
+_TRACEPARENT_FORMS = [
+    ("00-{t}-{s}-{f}", True),
+    ("{v}-{t}-{s}-{f}", True),  # a later version, read as 00 (trace-context §3.2.2)
+    ("{v}-{t}-{s}-{f}-{x}", True),  # a later version may append fields
+    ("ff-{t}-{s}-{f}", False),  # version ff is invalid
+    ("00-{t}-{s}-{f}-{x}", False),  # version 00 has no more fields
+    ("00-{z32}-{s}-{f}", False),  # all-zero trace id
+    ("00-{t}-{z16}-{f}", False),  # all-zero span id
+    ("00-{t}-{s}", False),  # no flags
+    ("00-{t}{s}-{f}", False),  # a field missing its dash
+]
+
+
+@st.composite
+def _traceparents(draw: st.DrawFn) -> tuple[str, dict[str, str], int]:
+    """A traceparent header, the ids it must give and the number of problems it must cause."""
+    trace_id, span_id = draw(_TRACE_IDS), draw(_SPAN_IDS)
+    template, valid = draw(st.sampled_from(_TRACEPARENT_FORMS))
+    value = template.format(
+        v=draw(st.text(_HEX, min_size=2, max_size=2).filter(lambda v: v not in ("00", "ff"))),
+        t=trace_id,
+        s=span_id,
+        f=draw(st.text(_HEX, min_size=2, max_size=2)),
+        x=draw(st.text(_HEX + "-", min_size=1, max_size=20)),
+        z32="0" * 32,
+        z16="0" * 16,
+    )
+    value = draw(_OWS) + value + draw(_OWS)
+    if valid:
+        return value, {"trace_id": trace_id, "span_id": span_id}, 0
+    return value, {}, 1
+
+
+_SAFE_IDS = st.from_regex(r"[A-Za-z0-9._:/@+~-]{1,40}", fullmatch=True)
+# Ours: a valid value (percent-encoded or not), or one with a character no identifier may hold.
+_OUR_VALUES = st.one_of(
+    st.tuples(_SAFE_IDS, st.booleans()).map(
+        lambda v: (quote(v[0], safe="") if v[1] else v[0], v[0])
+    ),
+    st.tuples(_SAFE_IDS, st.sampled_from("'\" ,=;é")).map(
+        lambda v: (quote(v[0] + v[1], safe=""), None)
+    ),
+)
+# Other vendors' members, which the parser leaves alone whatever their values.
+_FOREIGN_MEMBERS = st.tuples(
+    st.from_regex(r"[A-Za-z]{1,12}", fullmatch=True).filter(lambda k: k not in IDENTIFIER_KEYS),
+    st.text(st.characters(exclude_characters=",", codec="utf-8"), max_size=20),
+).map("=".join)
+
+
+@st.composite
+def _baggages(draw: st.DrawFn) -> tuple[str, dict[str, str], int]:
+    """A baggage header, the ids it must give and the number of problems it must cause."""
+    ours = draw(st.dictionaries(st.sampled_from(IDENTIFIER_KEYS), _OUR_VALUES))
+    members = [
+        f"{draw(_OWS)}{key}{draw(_OWS)}={draw(_OWS)}{encoded}{draw(_OWS)}"
+        + draw(st.sampled_from(["", ";prop=1", " ; p"]))
+        for key, (encoded, _) in ours.items()
+    ]
+    members += draw(st.lists(_FOREIGN_MEMBERS, max_size=3))
+    ids = {key: value for key, (_, value) in ours.items() if value is not None}
+    return ",".join(draw(st.permutations(members))), ids, len(ours) - len(ids)
+
+
+@given(_traceparents(), _baggages())
+def test_valid_traceparent_and_baggage_give_their_ids_and_invalid_ones_a_problem(
+    traceparent: tuple[str, dict[str, str], int], baggage: tuple[str, dict[str, str], int]
+) -> None:
+    headers = {"traceparent": traceparent[0], "baggage": baggage[0]}
+    ids, problems = parse_headers(headers)
+    assert ids == {**traceparent[1], **baggage[1]}
+    assert len(problems) == traceparent[2] + baggage[2], problems
 
 
 def test_env_round_trip() -> None:

@@ -12,6 +12,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_logging import _entries as entries_module
 from agent_logging import _push, _wire
 from agent_logging._entries import (
     PushEntry,
@@ -496,10 +497,10 @@ class _Spooled:
         self.payload = payload
 
 
-@given(_RECORDS, st.booleans())
-def test_the_batch_mapping_equals_one_mapping_per_record(
+def _mapped_both_ways(
     records: list[dict[str, Any]], node_id_label: bool
-) -> None:
+) -> tuple[list[PushEntry], list[PushEntry]]:
+    """The records, and a last one that is not JSON, mapped as a batch and one by one."""
     spooled = [_Spooled(1_000 + n, orjson.dumps(r)) for n, r in enumerate(records)]
     spooled.append(_Spooled(5, b"not json at all"))
     defaults = {"service_name": "svc", "layer": "api", "env": "dev"}
@@ -508,4 +509,41 @@ def test_the_batch_mapping_equals_one_mapping_per_record(
         entry_from_record(r.ts_ns, r.payload, node_id_label=node_id_label, default_labels=defaults)
         for r in spooled
     ]
+    return batch, one_by_one
+
+
+@given(_RECORDS, st.booleans())
+def test_the_batch_mapping_equals_one_mapping_per_record(
+    records: list[dict[str, Any]], node_id_label: bool
+) -> None:
+    batch, one_by_one = _mapped_both_ways(records, node_id_label)
     assert batch == one_by_one
+
+
+# A batch of more than _PROBE_RECORDS (256) records: the first 256 are mapped with the table
+# of known identifier combinations, the rest with it only when at most half of the 256 missed
+# it. Here the first 256 records cycle through `probe_combinations` allocation ids, the next
+# 44 carry a new one each, and the last is not JSON: the table ends up holding the probe's
+# combinations, plus the rest's 44 when the rest was mapped with it.
+@pytest.mark.parametrize(
+    ("probe_combinations", "cached_mappings"),
+    [
+        (3, 3 + 44),  # a few requests in flight: the table pays for the rest
+        (128, 128 + 44),  # half the probe missed: still worth it
+        (129, 129),  # more than half missed: the rest is mapped without the table
+        (256, 256),  # every record new
+    ],
+)
+def test_a_batch_longer_than_the_probe_maps_every_record_and_caches_only_when_it_pays(
+    monkeypatch: pytest.MonkeyPatch, probe_combinations: int, cached_mappings: int
+) -> None:
+    monkeypatch.setattr(entries_module, "_mappings", {})
+    records = [
+        {"event": "e", "n": n, "allocation_id": f"a-{n % probe_combinations}"} for n in range(256)
+    ]
+    records += [{"event": "e", "n": n, "allocation_id": f"r-{n}"} for n in range(256, 300)]
+    batch, one_by_one = _mapped_both_ways(records, node_id_label=False)
+    assert len(batch) == 301
+    assert batch == one_by_one
+    (table,) = entries_module._mappings.values()
+    assert len(table) == cached_mappings

@@ -270,11 +270,12 @@ def test_console_format_is_readable(captured: Capture) -> None:
     assert not text.startswith("{")
 
 
-def test_rotating_file_output(tmp_path: Any) -> None:
+def test_rotating_file_output_keeps_exactly_the_newest_records_that_fit(tmp_path: Any) -> None:
     path = tmp_path / "agent.jsonl"
     agent_logging.configure(
         service="s",
         layer="node",
+        env="dev",
         output="none",
         file_path=path,
         file_max_bytes=2000,
@@ -284,12 +285,16 @@ def test_rotating_file_output(tmp_path: Any) -> None:
     for n in range(60):
         log.info("line", n=n)
     agent_logging.shutdown()
-    kept = [path, path.with_name("agent.jsonl.1"), path.with_name("agent.jsonl.2")]
-    assert all(p.exists() for p in kept)
-    assert not path.with_name("agent.jsonl.3").exists()
-    numbers = sorted(orjson.loads(line)["n"] for p in kept for line in p.read_bytes().splitlines())
-    assert numbers == list(range(60 - len(numbers), 60))
-    assert all(p.stat().st_size <= 2000 for p in kept)
+    lines = {p.name: p.read_bytes().splitlines() for p in tmp_path.iterdir()}
+    # A record is 117 bytes and its newline from n=10 on (one less before): the first file
+    # took records 0-16 (1,996 bytes), each later one 2000 // 118 = 16 records. The third
+    # rotation dropped 0-16; the backups hold the next two files, the file the last 11.
+    assert {name: [orjson.loads(line)["n"] for line in kept] for name, kept in lines.items()} == {
+        "agent.jsonl": list(range(49, 60)),
+        "agent.jsonl.1": list(range(33, 49)),
+        "agent.jsonl.2": list(range(17, 33)),
+    }
+    assert {len(line) for kept in lines.values() for line in kept} == {117}
 
 
 def test_active_opentelemetry_span_ids_are_in_every_record(captured: Capture) -> None:

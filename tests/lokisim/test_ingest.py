@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.lokisim import _distributor, _http, _proto, _push
-from tests.lokisim._distributor import Distributor
+from tests.lokisim._distributor import Distributor, LabelSet
 from tests.lokisim._levels import level_from_fields
 from tests.lokisim._limits import Limits
 from tests.lokisim._proto import (
@@ -331,19 +331,28 @@ def test_a_push_is_decoded_once_for_storing_and_recording(
 def test_the_distributors_caches_restart_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_distributor, "_MAX_CACHED", 1)
     store = Store(Limits(now=lambda: NOW))
-    for n in range(3):
+    for n, service in enumerate(["s1", "s0", "s0"]):
         pushed = [
             PushStream(
-                f'{{service_name="s{n % 2}"}}',
+                f'{{service_name="{service}"}}',
                 (PushEntry(NOW + n, "x", (("id", f"{n}"), ("level", "info"))),),
             )
         ]
         assert store.push("fake", pushed) == PushResult(204)
     assert [(e.labels["service_name"], e.metadata["id"]) for e in store.entries("fake")] == [
-        ("s0", "0"),
-        ("s1", "1"),
+        ("s1", "0"),
+        ("s0", "1"),
         ("s0", "2"),
     ]
+    # Each cache holds one item (_MAX_CACHED) and restarted for the newest: the label sets for
+    # s0 (after s1), s0's metadata outcomes for id 2 (after id 1), the metadata checks for id
+    # 2 (after ids 0 and 1).
+    distributor = store._distributor
+    assert list(distributor._label_sets) == ['{service_name="s0"}']
+    label_set = distributor._label_sets['{service_name="s0"}']
+    assert isinstance(label_set, LabelSet)
+    assert list(label_set.outcomes) == [(("id", "2"), ("level", "info"))]
+    assert list(distributor._metadata_ok) == [(("id", "2"), ("level", "info"))]
 
 
 def test_count_entries_decodes_a_body_or_gives_zero() -> None:
