@@ -360,6 +360,9 @@ def _read(
     try:
         with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT_S) as conn:
             conn.read_only = True
+            # A `timestamp` (without time zone) column is read as UTC (_ts_ns); PostgreSQL
+            # compares it with the bound `since` in the session's TimeZone. UTC for both.
+            conn.execute("SET TIME ZONE 'UTC'")
             with conn.cursor(name="correlator_audit") as cursor:
                 cursor.itersize = _FETCH_ROWS
                 cursor.execute(query, params)

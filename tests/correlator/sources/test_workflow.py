@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
-from correlator.sources.workflow import _row_event, parse, read_audit_table
+from correlator.sources.workflow import AUDIT_COLUMNS, _row_event, parse, read_audit_table
+from tests.correlator.sources.strategies import ANY_JSON, TIMES, TIMESTAMPS
 from tests.servers import free_port
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "workflow"
@@ -228,6 +229,50 @@ def test_parse_never_raises(lines: list[bytes]) -> None:
     assert len(items) <= len(lines)
 
 
+_ATTRIBUTES = (
+    st.fixed_dictionaries(
+        {}, optional={"occupancy": st.just("cleanup") | ANY_JSON, "provider": ANY_JSON}
+    )
+    | ANY_JSON
+)
+#: Transitions with a readable time, a kind, an id and a new state; anything at all in every
+#: other field the adapter reads.
+TRANSITIONS = st.fixed_dictionaries(
+    {
+        "ts": TIMESTAMPS,
+        "entity_kind": st.sampled_from(["allocation", "workflow", "node"])
+        | st.text(min_size=1, max_size=8),
+        "entity_id": st.text(min_size=1, max_size=8) | st.integers(-(2**63), 2**63 - 1),
+        "to": st.sampled_from(["release_failed", "failed", "released"])
+        | st.text(min_size=1, max_size=8),
+    },
+    optional={
+        "from": ANY_JSON,
+        "state": ANY_JSON,
+        "attributes": _ATTRIBUTES,
+        "attrs": _ATTRIBUTES,
+        "allocation_id": ANY_JSON,
+        "workflow_id": ANY_JSON,
+        "node_id": ANY_JSON,
+        "correlation_id": ANY_JSON,
+        "service": ANY_JSON,
+        "step": ANY_JSON,
+    },
+)
+
+
+@given(st.lists(TRANSITIONS, min_size=1, max_size=4))
+def test_every_transition_with_its_required_fields_becomes_an_event(
+    records: list[dict[str, Any]],
+) -> None:
+    items = list(parse([orjson.dumps(record) for record in records], ORIGIN))
+
+    assert [
+        (i.ts_ns, i.entity_kind, i.entity_id, i.state_to) if isinstance(i, Event) else i
+        for i in items
+    ] == [(TIMES[r["ts"]], r["entity_kind"], str(r["entity_id"]), r["to"]) for r in records]
+
+
 # -- the audit table (real PostgreSQL) ------------------------------------------------------
 
 AUDIT_DDL = """
@@ -381,25 +426,153 @@ def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:
     assert [getattr(i, "hash", None) for i in again] == [getattr(i, "hash", None) for i in items]
 
 
+@pytest.fixture
+def executed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    """The statements the audit reader sends PostgreSQL, as (SQL text, parameters)."""
+    psycopg = pytest.importorskip("psycopg")
+    sent: list[tuple[str, Any]] = []
+    execute = psycopg.ServerCursor.execute
+
+    def recording(cursor: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append((query.as_string(cursor.connection), params))
+        return execute(cursor, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.ServerCursor, "execute", recording)
+    return sent
+
+
+_SELECT_AUDIT = (
+    'SELECT "ts", "entity_kind", "entity_id", "from_state", "to_state", "attributes", '
+    '"allocation_id", "workflow_id", "node_id", "correlation_id" FROM "{table}"'
+)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    ("since_ns", "states"),
+    ("since_ns", "bound", "states"),
     [
-        (T0 + 1000, ["requested", "release_failed"]),  # inclusive, to the microsecond
-        (T0 + 1001, ["release_failed"]),  # rounded up: nothing earlier than asked
-        (T0 + 1801 * S, ["release_failed"]),
-        (T0 + 1900 * S, []),
+        # inclusive, to the microsecond
+        (
+            T0 + 1000,
+            datetime(2026, 11, 22, 13, 11, 19, 1, tzinfo=UTC),
+            ["requested", "release_failed"],
+        ),
+        # rounded up: nothing earlier than asked
+        (T0 + 1001, datetime(2026, 11, 22, 13, 11, 19, 2, tzinfo=UTC), ["release_failed"]),
+        (T0 + 1801 * S, datetime(2026, 11, 22, 13, 41, 20, tzinfo=UTC), ["release_failed"]),
+        (T0 + 1900 * S, datetime(2026, 11, 22, 13, 42, 59, tzinfo=UTC), []),
     ],
 )
 def test_since_is_bound_and_inclusive(
     postgres_dsn: str,
     audit_table: str,
+    executed: list[tuple[str, Any]],
     since_ns: int,
+    bound: datetime,
     states: list[str],
 ) -> None:
     items = read_audit_table(postgres_dsn, table=audit_table, since_ns=since_ns)
 
     assert [i.state_to for i in items if isinstance(i, Event)] == states
+    # The instant travels as a parameter; the SQL text holds a placeholder, never the value.
+    assert executed == [
+        (_SELECT_AUDIT.format(table=audit_table) + ' WHERE "ts" >= %s ORDER BY "ts"', (bound,))
+    ]
+
+
+@pytest.mark.integration
+def test_without_since_nothing_is_bound(
+    postgres_dsn: str, audit_table: str, executed: list[tuple[str, Any]]
+) -> None:
+    assert len(list(read_audit_table(postgres_dsn, table=audit_table))) == len(AUDIT_ROWS)
+    assert executed == [(_SELECT_AUDIT.format(table=audit_table) + ' ORDER BY "ts"', ())]
+
+
+@pytest.fixture
+def scratch_schema(postgres_dsn: str) -> Iterator[str]:
+    """A fresh, empty schema (lower case); its name. Dropped with everything in it."""
+    schema = f"s_{uuid.uuid4().hex[:8]}"
+    with connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield schema
+    with connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+#: Every audit column absent: a row names only what it maps.
+_NO_COLUMNS: dict[str, str | None] = dict.fromkeys(AUDIT_COLUMNS)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("statements", "table", "columns", "since_ns", "messages"),
+    [
+        pytest.param(
+            [
+                'CREATE TABLE {s}."Audit" (ts timestamptz, entity_id text, to_state text)',
+                "CREATE TABLE {s}.audit (ts timestamptz, entity_id text, to_state text)",
+                """INSERT INTO {s}."Audit" VALUES ('2026-11-22T13:11:19Z', 'a-1', 'requested')""",
+                "INSERT INTO {s}.audit VALUES ('2026-11-22T13:11:19Z', 'a-2', 'twin')",
+            ],
+            "{s}.Audit",
+            {**_NO_COLUMNS, "ts": "ts", "entity_id": "entity_id", "to_state": "to_state"},
+            None,
+            ["allocation a-1: requested"],
+            id="mixed-case-table-beside-its-lower-case-twin",
+        ),
+        pytest.param(
+            [
+                'CREATE TABLE {s}.history ("Changed_At" timestamptz, "user" text, "from" text, '
+                '"order" text, "select" jsonb)',
+                "INSERT INTO {s}.history VALUES "
+                "('2026-11-22T13:11:21Z', 'a-3', 'provisioning', 'provision_failed', "
+                """'{"provider": "eda"}'), """
+                "('2026-11-22T13:11:20Z', 'a-3', 'requested', 'provisioning', NULL), "
+                "('2026-11-22T13:11:19Z', 'a-3', NULL, 'requested', NULL)",
+            ],
+            "{s}.history",
+            {
+                **_NO_COLUMNS,
+                "ts": "Changed_At",
+                "entity_id": "user",
+                "from_state": "from",
+                "to_state": "order",
+                "attributes": "select",
+            },
+            T0 + S,
+            [
+                "allocation a-3: requested → provisioning",
+                "allocation a-3: provisioning → provision_failed",
+            ],
+            id="reserved-word-and-mixed-case-columns",
+        ),
+    ],
+)
+def test_names_that_need_quoting_read_what_they_name(
+    postgres_dsn: str,
+    scratch_schema: str,
+    statements: list[str],
+    table: str,
+    columns: dict[str, str | None],
+    since_ns: int | None,
+    messages: list[str],
+) -> None:
+    # Legal to the name check, yet unquoted they fold to lower case (another table) or are
+    # keywords (a syntax error): only quoting reads them.
+    with connect(postgres_dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement.replace("{s}", scratch_schema))
+
+    items = list(
+        read_audit_table(
+            postgres_dsn,
+            table=table.replace("{s}", scratch_schema),
+            since_ns=since_ns,
+            columns=columns,
+        )
+    )
+
+    assert [i.message if isinstance(i, Event) else i for i in items] == messages
 
 
 @pytest.mark.integration
@@ -448,6 +621,39 @@ def test_custom_column_names_and_schema(postgres_dsn: str) -> None:
     assert item.origin == f"postgresql:{schema}.history"
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/New_York"])
+def test_a_timestamp_without_zone_is_utc_when_read_and_when_filtered(
+    postgres_dsn: str, scratch_schema: str, zone: str
+) -> None:
+    """Whatever the server's or the DSN's TimeZone: rows are read as UTC, so ``since_ns``
+    must compare them as UTC too (a Tokyo session dropped the row at exactly ``since``, a New
+    York one let in rows hours earlier)."""
+    with connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {scratch_schema}.history "
+            "(ts timestamp, entity_id text, from_state text, to_state text)"
+        )
+        conn.execute(
+            f"INSERT INTO {scratch_schema}.history VALUES "  # noqa: S608 - a test's own schema
+            "('2026-11-22 09:11:19', 'a-1', 'active', 'releasing'), "
+            "('2026-11-22 13:11:19', 'a-1', 'releasing', 'release_failed'), "
+            "('2026-11-22 18:11:19', 'a-1', 'release_failed', 'released')"
+        )
+    dsn = f"{postgres_dsn} options='-c TimeZone={zone}'"
+    columns = {**_NO_COLUMNS, "ts": "ts", "entity_id": "entity_id"}
+    columns.update(from_state="from_state", to_state="to_state")
+
+    items = list(
+        read_audit_table(dsn, table=f"{scratch_schema}.history", since_ns=T0, columns=columns)
+    )
+
+    assert [(i.ts_ns, i.state_to) for i in items if isinstance(i, Event)] == [
+        (T0, "release_failed"),
+        (T0 + 5 * 3600 * S, "released"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -483,6 +689,9 @@ def test_injection_attempts_leave_the_table_alone(
     # A quoted identifier that merely looks hostile names a table that does not exist.
     with pytest.raises(SourceError, match="does not exist"):
         list(read_audit_table(postgres_dsn, table=f"{audit_table}$x"))
+    # Quoted, the upper-case name is not the table (unquoted, it would fold to it).
+    with pytest.raises(SourceError, match="does not exist"):
+        list(read_audit_table(postgres_dsn, table=audit_table.upper()))
 
     assert row_count(postgres_dsn, audit_table) == len(AUDIT_ROWS)
 
