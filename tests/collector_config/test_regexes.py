@@ -139,6 +139,24 @@ def test_the_identifier_pattern_accepts_exactly_what_the_library_accepts(value: 
     assert accepted == (problem("allocation_id", value) is None)
 
 
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("a", True),
+        ("-", True),
+        ("a" * 256, True),  # the library's longest identifier
+        ("a" * 257, False),
+        ("~" * 255 + "9", True),
+        ("~" * 256 + "9", False),
+        ("", False),
+        ("c 1", False),
+    ],
+)
+def test_the_identifier_pattern_stops_where_the_library_does(value: str, accepted: bool) -> None:
+    assert (re.fullmatch(_value_class(), value) is not None) == accepted
+    assert (problem("allocation_id", value) is None) == accepted
+
+
 def test_every_identifier_pattern_uses_that_value_pattern() -> None:
     value_class = _value_class()
     lifting = [

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from correlator import demo
+from correlator import demo, ingest
 from correlator.store import Store
 
 DEMO_NOW_NS = 1_795_000_000_000_000_000
@@ -37,3 +40,42 @@ def demo_store(demo_db: Path) -> Iterator[Store]:
 
 def now_ns() -> int:
     return time.time_ns()
+
+
+class RecordingPool(Executor):
+    """A worker pool of ``ingest.parse_pool`` that records what it was given and where it ran."""
+
+    def __init__(self, workers: int | None) -> None:
+        self.workers = workers
+        self.pool = _parse_pool(workers)
+        self.submitted = 0
+        #: The process ids that ran a batch (``os.getpid`` asked of the pool after each).
+        self.pids: set[int] = set()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        future = self.pool.submit(fn, *args, **kwargs)
+        self.pids.add(self.pool.submit(os.getpid).result())
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait, cancel_futures=cancel_futures)
+
+    def __repr__(self) -> str:
+        return f"RecordingPool(workers={self.workers}, submitted={self.submitted})"
+
+
+_parse_pool = ingest.parse_pool
+
+
+@pytest.fixture
+def started_pools(monkeypatch: pytest.MonkeyPatch) -> list[RecordingPool]:
+    """The worker pools ingest starts (``parse_pool``), in order, each recording its batches."""
+    pools: list[RecordingPool] = []
+
+    def recording(workers: int | None = None) -> RecordingPool:
+        pools.append(RecordingPool(workers))
+        return pools[-1]
+
+    monkeypatch.setattr("correlator.ingest.parse_pool", recording)
+    return pools

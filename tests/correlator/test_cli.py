@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from correlator._demo_story import STUCK_ALLOCATION
 from correlator.cli import main
 from correlator.store import Store
 from tests.argparse_help import options_without_help
-from tests.correlator.conftest import DEMO_NOW_NS
+from tests.correlator.conftest import DEMO_NOW_NS, RecordingPool
 
 RECORDS = [
     {
@@ -76,6 +77,7 @@ def test_ingest_parses_large_files_in_worker_processes(
     evidence: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    started_pools: list[RecordingPool],
 ) -> None:
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file is "large"
     pooled, alone = str(tmp_path / "pooled.duckdb"), str(tmp_path / "alone.duckdb")
@@ -83,10 +85,14 @@ def test_ingest_parses_large_files_in_worker_processes(
         main(["--db", pooled, "ingest", "--source", "agent", "--workers", "2", str(evidence)]) == 0
     )
     assert capsys.readouterr().err.startswith("accepted 2, duplicate 0, rejected 2 in ")
+    (pool,) = started_pools
+    assert (pool.workers, pool.submitted) == (2, 1)  # one batch, parsed by a worker
+    assert pool.pids and os.getpid() not in pool.pids
     assert (
         main(["--db", alone, "ingest", "--source", "agent", "--workers", "1", str(evidence)]) == 0
     )
     capsys.readouterr()
+    assert started_pools == [pool]  # one worker: parsed in process
     rows = []
     for db in (pooled, alone):
         with Store(db, read_only=True) as store:
@@ -157,6 +163,19 @@ def test_errors_name_the_problem_and_exit_codes_tell_the_kind(
     assert message in capsys.readouterr().err
 
 
+#: The seeded demo's provider latencies (seed 7): per provider and phase, the jobs timed, those
+#: without an end, and the percentiles of those with one.
+DEMO_LATENCY = [
+    ("aap", "provision", 5, 2, 315.262107921, 351.166694893, 351.166694893),
+    ("eda", "provision", 4, 0, 166.88938771, 197.388061615, 197.388061615),
+    ("aap", "deprovision", 4, 1, 98.334808135, 105.428455773, 105.428455773),
+    ("eda", "deprovision", 1, 0, 67.787243804, 67.787243804, 67.787243804),
+    ("aap", "total", 5, 0, 317.262107921, 353.166694893, 353.166694893),
+    ("eda", "total", 4, 0, 168.88938771, 199.388061615, 199.388061615),
+]
+_LATENCY_KEYS = ("provider", "phase", "count", "incomplete", "p50_s", "p95_s", "max_s")
+
+
 def test_findings_and_latency_of_the_demo(
     demo_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -165,7 +184,8 @@ def test_findings_and_latency_of_the_demo(
     rules = [f["rule"] for f in orjson.loads(capsys.readouterr().out)["findings"]]
     assert rules == ["projection_drift", "release_failed_stuck"]
     assert main(["--db", str(demo_db), "latency", "--json"]) == 0
-    assert orjson.loads(capsys.readouterr().out)["phases"]
+    phases = [dict(zip(_LATENCY_KEYS, row, strict=True)) for row in DEMO_LATENCY]
+    assert orjson.loads(capsys.readouterr().out) == {"phases": phases}
     assert main(["--db", str(demo_db), "findings", "--now", now]) == 0
     assert "release_failed_stuck" in capsys.readouterr().out
 

@@ -79,17 +79,63 @@ def test_a_busy_node_does_not_pull_in_unrelated_allocations() -> None:
     assert ("allocation_id", "node_id", "n:1") in followed
 
 
-def test_from_a_node_its_allocations_are_children_but_fan_out_is_capped() -> None:
+_MN = ("correlation_id", "m:n: shared both ways")
+
+
+@pytest.mark.parametrize(
+    ("seed", "max_fanout", "refused", "found"),
+    [
+        # a-9 reaches 2 workflows and 3 requests: a limit of 2 takes the one, not the other.
+        (
+            ("allocation_id", "a-9"),
+            2,
+            [("correlation_id", "fan-out: 3 correlation_id values (limit 2)")],
+            {"allocation_id": 1, "workflow_id": 2, "node_instance_id": 1},
+        ),
+        (
+            ("allocation_id", "a-9"),
+            3,
+            [],
+            {"allocation_id": 1, "correlation_id": 3, "workflow_id": 2, "node_instance_id": 1},
+        ),
+        # n-17 ran 30 allocations: its children at a limit of 30, capped below it.
+        (
+            ("node_id", "n-17"),
+            10,
+            [_MN, ("allocation_id", "fan-out: 30 allocation_id values (limit 10)")],
+            {"node_id": 1, "node_instance_id": 2, "workflow_id": 1},
+        ),
+        (
+            ("node_id", "n-17"),
+            29,
+            [_MN, ("allocation_id", "fan-out: 30 allocation_id values (limit 29)")],
+            {"node_id": 1, "node_instance_id": 2, "workflow_id": 1},
+        ),
+        (
+            ("node_id", "n-17"),
+            30,
+            [_MN],
+            {
+                "node_id": 1,
+                "node_instance_id": 2,
+                "allocation_id": 30,
+                "workflow_id": 2,
+                "correlation_id": 3,
+            },
+        ),
+    ],
+)
+def test_fan_out_up_to_the_limit_is_followed_and_beyond_it_refused(
+    seed: tuple[str, str],
+    max_fanout: int,
+    refused: list[tuple[str, str]],
+    found: dict[str, int],
+) -> None:
     expansion = expand(
-        "node_id", "n-17", link_counts=_link_counts, cardinalities=_cardinalities(), max_fanout=10
+        *seed, link_counts=_link_counts, cardinalities=_cardinalities(), max_fanout=max_fanout
     )
-    refused = [link for link in expansion.links if not link.followed]
-    assert [(link.to_key, link.reason) for link in refused] == [
-        ("correlation_id", "m:n: shared both ways"),
-        ("allocation_id", "fan-out: 30 allocation_id values (limit 10)"),
-    ]
-    assert expansion.ids["node_instance_id"] == ["ni-3", "ni-4"]
-    assert "allocation_id" not in expansion.ids
+    assert [(link.to_key, link.reason) for link in expansion.links if not link.followed] == refused
+    assert {key: len(values) for key, values in expansion.ids.items()} == found
 
 
 def test_m_to_n_links_are_refused_and_reported() -> None:

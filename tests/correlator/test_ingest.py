@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import gzip
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from correlator.cli import main
 from correlator.ingest import ingest_lines, ingest_paths, parse_pool
 from correlator.model import Event
 from correlator.store import Store
+from tests.correlator.conftest import RecordingPool
 
 LINES = [
     b'{"ts": "2026-11-22T13:11:19.000000001Z", "level": "info", "event": "task claimed", '
@@ -63,16 +65,48 @@ def test_worker_processes_store_the_same_as_one_process(tmp_path: Path) -> None:
         assert [row[2] for row in _contents(pooled)[1]] == [3, 5]
 
 
-def test_ingest_paths_parses_small_files_in_process(tmp_path: Path) -> None:
+#: A state transition: the workflow adapter has no columnar parser (never parsed in workers).
+TRANSITION = (
+    b'{"ts": "2026-11-22T13:11:19Z", "entity_kind": "allocation", "entity_id": "a-1", "to": "x"}'
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "min_bytes_over_size", "workers", "accepted"),
+    [
+        pytest.param("agent", b"\n".join(LINES), 1, 2, 4, id="one-byte-under-the-threshold"),
+        pytest.param("agent", b"\n".join(LINES), 0, 1, 4, id="one-worker"),
+        pytest.param("workflow", TRANSITION, 0, 2, 1, id="no-columnar-parser"),
+    ],
+)
+def test_ingest_paths_parses_in_process_below_the_threshold_or_without_workers(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    started_pools: list[RecordingPool],
+    kind: str,
+    content: bytes,
+    min_bytes_over_size: int,
+    workers: int,
+    accepted: int,
+) -> None:
+    path = tmp_path / "evidence.log"
+    path.write_bytes(content)
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(content) + min_bytes_over_size)
+    with Store(tmp_path / "evidence.duckdb") as store:
+        result = ingest_paths(store, kind, [path], workers=workers)
+        again = ingest_paths(store, kind, [path], workers=workers)
+    assert (result.accepted, again.accepted) == (accepted, 0)
+    assert started_pools == []
+
+
+def test_a_first_load_computes_the_link_cardinalities(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
     path.write_bytes(b"\n".join(LINES) + b"\n")
     with Store(tmp_path / "evidence.duckdb") as store:
-        result = ingest_paths(store, "agent", [path], workers=2)  # under PARALLEL_MIN_BYTES
-        again = ingest_paths(store, "agent", [path])
-        # A first load leaves the link cardinalities computed for the next (read-only) reader.
+        result = ingest_paths(store, "agent", [path])
+        # Left computed for the next (read-only) reader.
         assert store._stored_cardinalities(4) is not None
     assert (result.accepted, result.duplicate) == (4, 1)
-    assert (again.accepted, again.duplicate) == (0, 5)
 
 
 # -- damaged .gz files -----------------------------------------------------------------------
@@ -172,15 +206,19 @@ def test_the_cli_reports_a_truncated_gz_like_other_rejects(
 
 @pytest.mark.integration
 def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
 ) -> None:
     damaged = tmp_path / "agent.jsonl.gz"
     damaged.write_bytes(TWO_LINES + GZIP_HEADER)
-    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file to the workers
+    # Exactly at the threshold: to the workers (one byte less stays in process, above).
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(TWO_LINES + GZIP_HEADER))
     with Store(tmp_path / "evidence.duckdb") as store:
         result = ingest_paths(store, "agent", [damaged], workers=2)
         rejects = _contents(store)[1]
     assert (result.accepted, result.duplicate, sum(result.rejected.values())) == (2, 0, 1)
+    (pool,) = started_pools
+    assert (pool.workers, pool.submitted) == (2, 1)  # one batch, parsed by a worker
+    assert pool.pids and os.getpid() not in pool.pids
     assert rejects == [
         (
             "agent",

@@ -372,3 +372,70 @@ def test_nginx_events_near_a_window(store: Store) -> None:
     errors = store.nginx_events(unlinked_errors=True, from_ns=T0 + 40 * S, to_ns=T0 + 70 * S)
     assert _messages(access) == [(60, "access ends at the start"), (100, "access 70-100")]
     assert _messages(errors) == [(40, "error at the start"), (69, "error inside")]
+
+
+# -- values that would break SQL if formatted into it ----------------------------------------
+
+# Ingest refuses such identifiers, but the store's own API is public: whatever reaches it
+# must travel as bound parameters. Each value is an allocation (and workflow) of one event.
+HOSTILE = ["o'brien", 'say "hi"', "a;b", "a--b", "back\\slash", "' OR '1'='1"]
+HOSTILE_EVENTS = [
+    *(
+        ev(
+            i,
+            "api",
+            f"request {i}",
+            allocation_id=value,
+            workflow_id=value,
+            correlation_id=f"c-{i}",
+        )
+        for i, value in enumerate(HOSTILE)
+    ),
+    ev(10, "api", "bystander", allocation_id="a-1", correlation_id="c-10"),
+]
+
+
+@pytest.mark.usefixtures("lookup")
+@pytest.mark.parametrize(
+    ("value", "offset"),
+    [
+        ("o'brien", 0),
+        ('say "hi"', 1),
+        ("a;b", 2),
+        ("a--b", 3),
+        ("back\\slash", 4),
+        ("' OR '1'='1", 5),
+        # Match nothing: formatted into SQL, each would match every row (or fail).
+        ("x' OR '1'='1", None),
+        ("x' OR 1=1 --", None),
+        ("'; DELETE FROM events; --", None),
+        ('x" OR "1"="1', None),
+    ],
+)
+def test_identifier_values_are_bound_not_formatted_into_sql(
+    store: Store, monkeypatch: pytest.MonkeyPatch, value: str, offset: int | None
+) -> None:
+    store.insert_events(HOSTILE_EVENTS)
+    if offset is None:
+        bounds, messages, links = None, [], {}
+    else:
+        bounds = (T0 + offset * S, T0 + offset * S)
+        messages = [(offset, f"request {offset}")]
+        links = {"correlation_id": {f"c-{offset}": 1}, "workflow_id": {value: 1}}
+
+    assert store.bounds_for("allocation_id", value) == bounds
+    events, truncated = store.events_matching({"allocation_id": [value]})
+    assert (_messages(events), truncated) == (messages, False)
+    assert store.link_counts("allocation_id", value) == links
+    assert store.link_counts_many([("allocation_id", value)]) == {("allocation_id", value): links}
+    # A parent read whole through the index and filtered here, then one read by its window.
+    for index_rows in (2048, 0):
+        monkeypatch.setattr("correlator._parents.INDEX_ROWS", index_rows)
+        parents = store.parent_events_many(
+            [ParentQuery("workflow_id", value, "allocation_id", (value,))],
+            from_ns=T0,
+            to_ns=T0 + 60 * S,
+            limit=10,
+        )
+        assert [(_messages(e), cut) for e, cut in parents] == [(messages, False)], index_rows
+    assert store.count() == len(HOSTILE_EVENTS)

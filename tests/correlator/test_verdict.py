@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from correlator.model import Event
 from correlator.verdict import decide, is_failure
 from tests.correlator.events import ev
 
@@ -161,13 +162,35 @@ def test_a_wrapper_never_wins_even_when_it_is_earlier_than_nothing_specific() ->
     assert verdict.explains == [http_500]
 
 
-def test_the_earliest_specific_failure_wins_and_rivals_lower_confidence() -> None:
-    cert = ev(3, "ingress", "certificate has expired", level="error", owner_hint="cert")
-    db = ev(6, "db", "deadlock detected", level="error", owner_hint="db")
-    verdict = decide([cert, db])
-    assert verdict.owner_layer == "cert"
-    assert verdict.explains == [db]
-    assert verdict.confidence == pytest.approx(0.9)
+CERT = ev(3, "ingress", "certificate has expired", level="error", owner_hint="cert")
+WRAPPER = ev(2, "api", "provisioning failed", level="error", owner_hint="unknown")
+HTTP_502 = ev(2, "ingress", "POST /v1/allocations", http_status=502)
+SAME_TIME_500 = ev(3, "api", "POST /v1/allocations", http_status=500)
+CERT_AGAIN = ev(6, "ingress", "certificate has expired", level="error", owner_hint="cert")
+DB = ev(6, "db", "deadlock detected", level="error", owner_hint="db")
+
+
+@pytest.mark.parametrize(
+    ("events", "explains", "confidence"),
+    [
+        # Alone: 0.6, +0.15 its own layer's owner, +0.05 no rival.
+        ([CERT], [], 0.8),
+        # Earlier failures that name no owner are not explained by a later cause.
+        ([WRAPPER, HTTP_502, CERT], [], 0.8),
+        ([WRAPPER, CERT, SAME_TIME_500], [SAME_TIME_500], 0.95),  # at the same instant: explained
+        # The same owner again is no rival; another owner is (no +0.05).
+        ([CERT, CERT_AGAIN], [CERT_AGAIN], 0.95),
+        ([CERT, DB], [DB], 0.9),
+        ([HTTP_502, CERT, CERT_AGAIN, DB], [CERT_AGAIN, DB], 0.9),
+    ],
+)
+def test_the_earliest_specific_failure_explains_what_follows_and_rivals_lower_confidence(
+    events: list[Event], explains: list[Event], confidence: float
+) -> None:
+    verdict = decide(events)
+    assert (verdict.owner_layer, verdict.first_failure) == ("cert", CERT)
+    assert verdict.explains == explains
+    assert verdict.confidence == pytest.approx(confidence)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from correlator.model import Event, Reject, content_hash
-from correlator.sources.aap import parse
+from correlator.sources.aap import AAP_JOB_TYPES, parse
+from tests.correlator.sources.strategies import ANY_JSON, TIMESTAMPS, instant
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "aap"
 T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
@@ -329,3 +330,79 @@ def test_parse_never_raises_on_json(document: Any) -> None:
 def test_parse_never_raises_on_bytes(lines: list[bytes]) -> None:
     for item in parse(lines, "f"):
         assert isinstance(item, Event | Reject)
+
+
+_ABSENT = "absent: dropped from the job"
+#: A time field: readable, absent, or anything at all.
+_MAYBE_TIME = TIMESTAMPS | st.just(_ABSENT) | ANY_JSON
+_JOB_IDS = st.integers(0, 2**63 - 1) | st.text(min_size=1, max_size=8)
+_STATUSES = st.sampled_from(["successful", "failed", "error", "canceled", "stopped"]) | st.text(
+    min_size=1, max_size=8
+)
+
+
+def _present(job: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in job.items() if value != _ABSENT}
+
+
+#: Jobs with an id, a status and a readable final time; anything at all in every other field.
+AAP_JOBS = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(sorted(AAP_JOB_TYPES)),
+        "id": _JOB_IDS,
+        "status": _STATUSES,
+        "finished": TIMESTAMPS,
+        "created": _MAYBE_TIME,
+        "started": _MAYBE_TIME,
+    },
+    optional={
+        "elapsed": ANY_JSON,
+        "name": ANY_JSON,
+        "extra_vars": ANY_JSON,
+        "summary_fields": ANY_JSON,
+        "job_template": ANY_JSON,
+        "job_explanation": ANY_JSON,
+        "launch_type": ANY_JSON,
+        "failed": ANY_JSON,
+    },
+).map(_present)
+EDA_JOBS = st.fixed_dictionaries(
+    {
+        "activation_id": ANY_JSON,
+        "id": _JOB_IDS,
+        "status": _STATUSES,
+        "ended_at": TIMESTAMPS,
+        "created_at": _MAYBE_TIME,
+        "started_at": _MAYBE_TIME,
+    },
+    optional={"extra_var": ANY_JSON, "name": ANY_JSON, "status_message": ANY_JSON},
+).map(_present)
+
+
+def _duration_s(job: dict[str, Any]) -> float | None:
+    """What the final event's duration must be: AAP's elapsed, EDA's ended_at - started_at."""
+    if "type" in job:
+        elapsed = job.get("elapsed")
+        ok = isinstance(elapsed, int | float) and not isinstance(elapsed, bool)
+        return float(elapsed) if ok else None
+    started, ended = instant(job.get("started_at")), instant(job["ended_at"])
+    return None if started is None or ended is None else (ended - started) / 1e9
+
+
+@given(AAP_JOBS | EDA_JOBS)
+def test_every_job_with_a_final_time_becomes_events(job: dict[str, Any]) -> None:
+    eda = "type" not in job
+    created, started = ("created_at", "started_at") if eda else ("created", "started")
+
+    items = list(parse([orjson.dumps(job)], "f"))
+
+    expected_states = [
+        *(["pending"] if instant(job.get(created)) is not None else []),
+        *(["running"] if instant(job.get(started)) is not None else []),
+        job["status"],
+    ]
+    assert [i.state_to if isinstance(i, Event) else i for i in items] == expected_states
+    final = items[-1]
+    assert isinstance(final, Event)
+    assert final.duration_s == _duration_s(job)
+    assert final.entity_id == f"{'eda' if eda else 'aap'}:{job['id']}"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from correlator.model import Event, Reject, content_hash
 from correlator.sources.k8s import iter_documents, parse
+from tests.correlator.sources.strategies import ANY_JSON, TIMESTAMPS, instant
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "k8s"
 T0 = 1_795_353_079_000_000_000  # 2026-11-22T13:11:19Z
@@ -408,3 +409,102 @@ def test_parse_never_raises_on_json(document: Any) -> None:
 
     for item in parse(lines, "f"):
         assert isinstance(item, Event | Reject)
+
+
+_MAYBE_TIME = TIMESTAMPS | ANY_JSON
+_IDS = st.dictionaries(
+    st.sampled_from(["example.com/allocation-id", "node_id", "workflow-id"]) | st.text(max_size=8),
+    ANY_JSON,
+    max_size=3,
+)
+#: A Kubernetes object: a kind, a name and a readable creationTimestamp; anything at all in
+#: every other field the adapter reads.
+K8S_OBJECTS = st.fixed_dictionaries(
+    {
+        "kind": st.text(min_size=1, max_size=12),
+        "metadata": st.fixed_dictionaries(
+            {"name": st.text(min_size=1, max_size=12), "creationTimestamp": TIMESTAMPS},
+            optional={
+                "namespace": ANY_JSON,
+                "resourceVersion": ANY_JSON,
+                "uid": ANY_JSON,
+                "generation": ANY_JSON,
+                "deletionTimestamp": _MAYBE_TIME,
+                "labels": _IDS | ANY_JSON,
+                "annotations": _IDS | ANY_JSON,
+                "managedFields": ANY_JSON,
+            },
+        ),
+    },
+    optional={
+        "status": st.fixed_dictionaries(
+            {},
+            optional={
+                "phase": ANY_JSON,
+                "state": ANY_JSON,
+                "message": ANY_JSON,
+                "observedGeneration": ANY_JSON,
+                "lastUpdated": _MAYBE_TIME,
+                "conditions": st.lists(
+                    st.fixed_dictionaries({}, optional={"lastTransitionTime": _MAYBE_TIME})
+                    | ANY_JSON,
+                    max_size=3,
+                )
+                | ANY_JSON,
+                "provisionJob": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "state": ANY_JSON,
+                        "message": ANY_JSON,
+                        "provider": st.sampled_from(["aap", "eda"]) | ANY_JSON,
+                        "id": ANY_JSON,
+                        "jobId": ANY_JSON,
+                        "lastTransitionTime": _MAYBE_TIME,
+                    },
+                )
+                | ANY_JSON,
+            },
+        )
+        | ANY_JSON,
+        "spec": st.dictionaries(
+            st.sampled_from(["allocationId", "node_id", "workflowId", "nodeInstanceId"]),
+            ANY_JSON,
+            max_size=3,
+        )
+        | ANY_JSON,
+    },
+)
+
+
+@given(
+    st.lists(K8S_OBJECTS, min_size=1, max_size=3),
+    st.sampled_from(["object", "watch-event", "list"]),
+)
+def test_every_object_with_a_kind_a_name_and_a_time_becomes_events(
+    objects: list[dict[str, Any]], framing: str
+) -> None:
+    if framing == "list":
+        documents: list[Any] = [{"kind": "List", "items": objects}]
+    elif framing == "watch-event":
+        documents = [{"type": "MODIFIED", "object": obj} for obj in objects]
+    else:
+        documents = objects
+    lines = [
+        line
+        for doc in documents
+        for line in orjson.dumps(doc, option=orjson.OPT_INDENT_2).splitlines()
+    ]
+
+    items = list(parse(lines, "f"))
+
+    expected = []
+    for obj in objects:
+        expected.append((obj["kind"], obj["metadata"]["name"], None))
+        if instant(obj["metadata"].get("deletionTimestamp")) is not None:
+            expected.append((obj["kind"], obj["metadata"]["name"], "Deleting"))
+    assert [
+        (i.entity_kind, i.entity_id, "Deleting" if i.state_to == "Deleting" else None)
+        if isinstance(i, Event)
+        else i
+        for i in items
+    ] == expected

@@ -4,9 +4,10 @@ import contextlib
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Final
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from correlator.sources._time import (
@@ -186,6 +187,80 @@ def test_rfc3339_agrees_with_datetime(moment: datetime) -> None:
 def test_rfc3339_raises_only_value_error(text: str) -> None:
     with contextlib.suppress(ValueError):
         parse_rfc3339_ns(text)
+
+
+#: Each field of an RFC 3339 timestamp: the values it may hold, and values it may not.
+_FIELDS: Final = {
+    "year": (st.integers(1677, 2262), st.just(0)),
+    "month": (st.integers(1, 12), st.just(0) | st.integers(13, 99)),
+    "day": (st.integers(1, 31), st.just(0) | st.integers(32, 99)),
+    "hour": (st.integers(0, 23), st.integers(24, 99)),
+    "minute": (st.integers(0, 59), st.integers(60, 99)),
+    "second": (st.integers(0, 60), st.integers(61, 99)),
+    "offset_hours": (st.integers(0, 23), st.integers(24, 99)),
+    "offset_minutes": (st.integers(0, 59), st.integers(60, 99)),
+}
+
+
+@st.composite
+def rfc3339_texts(draw: st.DrawFn, *, broken: bool) -> tuple[str, int | None]:
+    """An RFC 3339 timestamp in any form the parser documents (``T``/``t``/space, 0 to 12
+    fraction digits after ``.`` or ``,``, ``Z``/``z``/``±HH:MM``/``±HHMM``/``±HH``), and
+    the instant it names, read field by field (None: it names none, e.g. 31 November).
+    ``broken``: one field out of its range (minute 60, offset +24:00, ...) or no offset."""
+    bad = draw(st.sampled_from([*_FIELDS, "offset"])) if broken else None
+    field = {name: draw(values[name == bad]) for name, values in _FIELDS.items()}
+    year, month, day = field["year"], field["month"], field["day"]
+    hour, minute, second = field["hour"], field["minute"], field["second"]
+    text = f"{year:04d}-{month:02d}-{day:02d}{draw(st.sampled_from('Tt '))}"
+    text += f"{hour:02d}:{minute:02d}:{second:02d}"
+    fraction = draw(st.text("0123456789", max_size=12))
+    if fraction:
+        text += draw(st.sampled_from(".,")) + fraction
+    numeric = bad in ("offset_hours", "offset_minutes") or (bad != "offset" and draw(st.booleans()))
+    offset_s = 0
+    if numeric:
+        sign = draw(st.sampled_from("+-"))
+        separator = ":" if bad == "offset_minutes" else draw(st.sampled_from([":", "", None]))
+        off_minutes = 0 if separator is None else field["offset_minutes"]
+        text += f"{sign}{field['offset_hours']:02d}"
+        if separator is not None:
+            text += f"{separator}{off_minutes:02d}"
+        offset_s = (-1 if sign == "-" else 1) * (field["offset_hours"] * 3600 + off_minutes * 60)
+    elif bad != "offset":
+        text += draw(st.sampled_from("Zz"))
+    if bad is not None:
+        return text, None
+    try:
+        days = (datetime(year, month, day, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)).days
+    except ValueError:  # no such day (31 November)
+        return text, None
+    seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s
+    ts_ns = seconds * NS + int(fraction[:9].ljust(9, "0"))
+    return text, ts_ns if MIN_NS <= ts_ns <= MAX_NS else None
+
+
+def _read_or_refused(text: str, expected: int | None) -> None:
+    if expected is None:
+        with pytest.raises(ValueError, match=re.escape(repr(text[:80]))):
+            parse_rfc3339_ns(text)
+    else:
+        assert parse_rfc3339_ns(text) == expected
+        assert parse_rfc3339_ns(text) == expected  # again, from the minute's cache
+
+
+@settings(max_examples=300)
+@given(rfc3339_texts(broken=False))
+def test_rfc3339_reads_every_documented_form(case: tuple[str, int | None]) -> None:
+    _read_or_refused(*case)
+
+
+@settings(max_examples=300)
+@given(rfc3339_texts(broken=True))
+def test_rfc3339_refuses_a_field_out_of_range_with_value_error(
+    case: tuple[str, int | None],
+) -> None:
+    _read_or_refused(*case)
 
 
 @pytest.mark.parametrize(
