@@ -3,21 +3,14 @@
 Separate from ``_spool`` because none of this needs the open :class:`~agent_logging._spool.Spool`
 or its lock: ``agent-logging status``/``drain`` read a directory another process owns
 (:func:`read_all`), and the spool itself takes stock of a previous run (:func:`take_stock`) and
-reads batches (:func:`read_segment`) outside its append lock. The layout::
+reads batches (``_segment_batches``) outside its append lock. The layout::
 
     DIR/lock                          flock(LOCK_EX) held while open; holds the owner's pid
     DIR/seg-0000000000000007.spool    append-only segments of frames (see ``_framing``)
     DIR/acked                         "1 SEQ OFFSET": where the oldest unacknowledged record is
     DIR/seg-....spool.bad             a segment that could not be read at all, kept for autopsy
 
-Batches. :func:`read_segment` reads a window of the segment at a time (``os.pread``, or from
-the active segment's mapping) and takes its intact frames in one loop
-(``_framing.take_frames``: a header unpack, a CRC and a slice per frame, no generator and no
-intermediate object), falling back to the frame-by-frame reader, which reports damage, only
-from the first frame that is not intact. Records come back as :class:`SpooledRecord` with
-their stream key, the batch with its payload size counted, so neither the shipper nor the ack
-has to go over the records again. Zeros after a segment's last frame are space preallocated
-and not written yet, not damage (``_framing``).
+Batches for the shipper are read by ``_segment_batches``.
 
 Replay. On open, every segment at or after the acked position is scanned once to count its
 records; torn tails and corrupt frames are skipped and counted (``torn``, ``corrupt``), a
@@ -31,34 +24,31 @@ already survived the previous process.
 from __future__ import annotations
 
 import contextlib
-import functools
-import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, NamedTuple, cast
+from typing import Final, NamedTuple
 
 from agent_logging._framing import (
     HEADER_BYTES,
     Frame,
-    TornTail,
     count_frames,
     read_frames,
-    take_frames,
 )
 from agent_logging.errors import SpoolError
 
 __all__ = [
+    "OPEN_READ",
     "Inventory",
     "Segment",
     "SpoolPosition",
     "SpooledRecord",
     "first_ts_ns",
     "fsync_path",
+    "pread_reader",
     "read_all",
-    "read_segment",
     "segment_path",
     "set_aside",
     "take_stock",
@@ -67,7 +57,8 @@ __all__ = [
 ]
 
 _SEGMENT_NAME: Final = re.compile(r"seg-(\d{16})\.spool")
-_OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC
+#: How segment files are opened for reading (also by ``_segment_batches``).
+OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC
 _SCAN_WINDOW_BYTES: Final = 1 << 20
 
 
@@ -200,11 +191,11 @@ def read_all(directory: str | os.PathLike[str]) -> Iterator[SpooledRecord]:
                 continue
             start = acked.offset
         try:
-            fd = os.open(file, _OPEN_READ)
+            fd = os.open(file, OPEN_READ)
         except OSError:
             continue  # deleted by its owner meanwhile, or unreadable
         try:
-            frames = read_frames(_reader(fd), start, os.fstat(fd).st_size)
+            frames = read_frames(pread_reader(fd), start, os.fstat(fd).st_size)
             for item in frames:
                 if isinstance(item, Frame):
                     yield SpooledRecord(item.ts_ns, item.payload, item.key)
@@ -214,133 +205,13 @@ def read_all(directory: str | os.PathLike[str]) -> Iterator[SpooledRecord]:
             os.close(fd)
 
 
-def _reader(fd: int) -> Callable[[int, int], bytes]:
+def pread_reader(fd: int) -> Callable[[int, int], bytes]:
+    """``read(offset, size)`` of an open file, by ``os.pread``."""
+
     def read(offset: int, size: int) -> bytes:
         return os.pread(fd, size, offset)
 
     return read
-
-
-def read_segment(
-    path: Path,
-    offset: int,
-    limit: int,
-    checked: int,
-    max_records: int,
-    max_bytes: int,
-    window_bytes: int,
-    mapping: mmap.mmap | None = None,
-) -> tuple[list[SpooledRecord], int, int, int, int]:
-    """Read one batch from ``[offset, limit)`` of a segment.
-
-    Intact frames are taken a window at a time by :func:`~agent_logging._framing.take_frames`;
-    from the first damaged frame on, the rest of the batch is read with ``read_frames``, which
-    skips and reports the damage.
-
-    Args:
-        path: the segment file.
-        offset: where the batch starts.
-        limit: the size the writer has committed: nothing at or after it is read.
-        checked: damage before this offset has been counted already.
-        max_records: at most this many records.
-        max_bytes: at most this many payload bytes; a single larger record comes alone.
-        window_bytes: how much to read at a time.
-        mapping: the active segment's mapping, read instead of the file: no system call, so
-            the GIL stays with the reader. When it is closed under the reader (the segment
-            was sealed meanwhile) the rest is read from the file.
-
-    Returns:
-        The records, the offset after the last item consumed, the records' payload bytes, and
-        the torn tails and corrupt regions found at or after ``checked``.
-
-    Raises:
-        OSError: the segment cannot be opened or read.
-    """
-    records: list[SpooledRecord] = []
-    payload_bytes = 0
-    end = offset
-    with contextlib.ExitStack() as opened:
-        read = _segment_reader(path, mapping, opened)
-        # Fast path: whole windows of intact frames; a window that ends mid-frame is followed
-        # by one starting at that frame. Anything else (damage, a frame larger than the
-        # window, the byte budget) goes to the slow path, which decides.
-        while end < limit and len(records) < max_records:
-            buf = read(end, min(limit - end, window_bytes))
-            taken, size, window_ended = take_frames(
-                buf, 0, max_records, max_bytes - payload_bytes, _new_record, records
-            )
-            payload_bytes += size
-            end += taken
-            if not (window_ended and taken):
-                break
-        if end >= limit or len(records) >= max_records:
-            return records, end, payload_bytes, 0, 0
-        return _read_slowly(
-            read, records, end, limit, checked, max_records, max_bytes, payload_bytes
-        )
-
-
-def _segment_reader(
-    path: Path, mapping: mmap.mmap | None, opened: contextlib.ExitStack
-) -> Callable[[int, int], bytes]:
-    """``read(offset, size)`` from ``mapping``, else (or once it is closed) from the file."""
-    from_file: Callable[[int, int], bytes] | None = None
-
-    def open_file() -> Callable[[int, int], bytes]:
-        fd = os.open(path, _OPEN_READ)
-        opened.callback(os.close, fd)
-        return _reader(fd)
-
-    if mapping is None:
-        return open_file()
-
-    def read(offset: int, size: int) -> bytes:
-        nonlocal from_file
-        if from_file is None:
-            try:
-                return mapping[offset : offset + size]
-            except ValueError:  # "mmap closed or invalid": sealed meanwhile
-                from_file = open_file()
-        return from_file(offset, size)
-
-    return read
-
-
-# A SpooledRecord from a (ts_ns, payload, key) tuple without NamedTuple's Python-level
-# __new__: one C call per record on the shipper's hot path.
-_new_record: Final = cast(
-    "Callable[[tuple[int, bytes, int]], SpooledRecord]",
-    functools.partial(tuple.__new__, SpooledRecord),
-)
-
-
-def _read_slowly(
-    read: Callable[[int, int], bytes],
-    records: list[SpooledRecord],
-    offset: int,
-    limit: int,
-    checked: int,
-    max_records: int,
-    max_bytes: int,
-    payload_bytes: int,
-) -> tuple[list[SpooledRecord], int, int, int, int]:
-    end = offset
-    torn = corrupt = 0
-    for item in read_frames(read, offset, limit, window_bytes=1 << 16):
-        if isinstance(item, Frame):
-            if records and payload_bytes + len(item.payload) > max_bytes:
-                break
-            records.append(SpooledRecord(item.ts_ns, item.payload, item.key))
-            payload_bytes += len(item.payload)
-            end = item.end
-            if len(records) >= max_records:
-                break
-        else:
-            if item.offset >= checked:
-                torn += isinstance(item, TornTail)
-                corrupt += not isinstance(item, TornTail)
-            end = item.end
-    return records, end, payload_bytes, torn, corrupt
 
 
 def _scan_segment(segment: Segment, start: int) -> tuple[int, int, int]:
@@ -353,10 +224,10 @@ def _scan_segment(segment: Segment, start: int) -> tuple[int, int, int]:
     Returns:
         The size of the segment's content, and the torn tails and corrupt regions found.
     """
-    fd = os.open(segment.path, _OPEN_READ)
+    fd = os.open(segment.path, OPEN_READ)
     try:
         size = os.fstat(fd).st_size
-        found = count_frames(_reader(fd), start, size, window_bytes=_SCAN_WINDOW_BYTES)
+        found = count_frames(pread_reader(fd), start, size, window_bytes=_SCAN_WINDOW_BYTES)
     finally:
         os.close(fd)
     if found.end < size:
@@ -374,11 +245,11 @@ def first_ts_ns(path: Path, start: int, size: int) -> int | None:
         The ``ts_ns`` of that frame, or None when there is none or the file is gone.
     """
     try:
-        fd = os.open(path, _OPEN_READ)
+        fd = os.open(path, OPEN_READ)
     except OSError:
         return None  # acknowledged and deleted meanwhile
     try:
-        for item in read_frames(_reader(fd), start, size, window_bytes=4096):
+        for item in read_frames(pread_reader(fd), start, size, window_bytes=4096):
             if isinstance(item, Frame):
                 return item.ts_ns
     except OSError:
@@ -428,7 +299,7 @@ def _segment_files(path: Path) -> list[tuple[int, Path]]:
 def fsync_path(path: Path) -> bool:
     """fsync a file or directory by name; False when that fails (a missing file is fine)."""
     try:
-        fd = os.open(path, _OPEN_READ)
+        fd = os.open(path, OPEN_READ)
     except FileNotFoundError:
         return True
     except OSError:

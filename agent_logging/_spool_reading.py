@@ -17,7 +17,7 @@ most one batch: segments are tracked as counts, and reads go through a window of
 
 Costs, measured as in ``_spool``'s module doc: ``peek_batch`` + ``ack`` of 1 MiB batches, fsync
 included, cost about 4 µs per record on a loaded machine (``python -m benchmarks.ship``'s
-breakdown; 6.6-11.5 µs before the single-loop batch read of ``_segments.read_segment``).
+breakdown; 6.6-11.5 µs before the single-loop batch read of ``_segment_batches.read_segment``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_logging._framing import HEADER_BYTES
+from agent_logging._segment_batches import read_segment
 from agent_logging._segments import (
     Segment,
     SpooledRecord,
     SpoolPosition,
-    read_segment,
     set_aside,
     unlink,
     write_acked,

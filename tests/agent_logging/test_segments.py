@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_logging._framing import Frame, TornTail, encode_frame, iter_frames
-from agent_logging._segments import SpooledRecord, read_segment
+from agent_logging._segment_batches import read_segment
+from agent_logging._segments import SpooledRecord
 
 _Result = tuple[list[SpooledRecord], int, int, int, int]
 
