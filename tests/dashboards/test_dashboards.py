@@ -248,6 +248,106 @@ def test_shipping_health_charts_spool_and_delivery_counters_per_service() -> Non
     assert exprs[-1].endswith(' | last_error!="" or spool_error!=""')
 
 
+ENV = "env=~`${env:regex}`"
+SERVICE = "service_name=~`${service:regex}`"
+NODE = '| node_id="${node_id:uriencode}" or _empty_means_any="${node_id:uriencode}"'
+IDS = [
+    f'| {key}="${{{key}:uriencode}}" or _empty_means_any="${{{key}:uriencode}}"'
+    for key in IDENTIFIER_KEYS
+]
+HEALTH = [SERVICE, '|= `"shipping health"`', '| event="shipping health"']
+
+#: Every panel's query and what it must keep: the stream, the label and metadata filters, the
+#: grouping its title promises. Emptying a query or dropping one of its filters fails.
+PANEL_FILTERS: dict[tuple[str, str], list[str]] = {
+    ("incident-timeline.json", "Failures by owner layer"): [
+        "sum by (owner_layer) (",
+        *IDS,
+        '| json owner_layer="error.owner_layer"',
+        '| owner_layer!=""',
+    ],
+    ("incident-timeline.json", "Allocation lifecycle states"): [
+        "sum by (allocation_id, state_to) (",
+        '{layer="workflow", ',
+        *IDS,
+        '| entity_kind="allocation"',
+        '| state_to!=""',
+    ],
+    **{
+        ("incident-timeline.json", f"{layer} layer"): [f'{{layer="{layer}", ', *IDS]
+        for layer in ("node", "ingress", "api", "workflow", "db")
+    },
+    ("node-evidence.json", "Installations (node_instance_id) over time"): [
+        "sum by (node_id, node_instance_id) (",
+        '{layer="node", ',
+        NODE,
+    ],
+    ("node-evidence.json", "Installations seen in the time range"): [
+        "sum by (node_id, node_instance_id) (",
+        '{layer="node", ',
+        NODE,
+        "[$__range]",
+    ],
+    ("node-evidence.json", "Task records by event"): [
+        "sum by (event, task) (",
+        '{layer="node", ',
+        NODE,
+        '| task!=""',
+    ],
+    ("node-evidence.json", "Task claims and results"): ['{layer="node", ', NODE, '| task!=""'],
+    ("node-evidence.json", "Node errors"): ['{layer="node", ', NODE, '| level=~"error|critical"'],
+    ("node-evidence.json", "All node records"): ['{layer="node", ', NODE],
+    ("lifecycle-findings.json", "Open findings by rule and severity"): [
+        "count by (rule, severity) (",
+        '| event="finding"',
+    ],
+    ("lifecycle-findings.json", "release_failed transitions by provider"): [
+        "sum by (provider) (",
+        '{layer="workflow", ',
+        '| state_to="release_failed"',
+    ],
+    ("lifecycle-findings.json", "Findings seen in the time range"): [
+        "sum by (rule, severity, entity_kind, entity_id, allocation_id) (",
+        '| event="finding"',
+        "[$__range]",
+    ],
+    ("lifecycle-findings.json", "Finding records"): ['| event="finding"'],
+    **{
+        ("shipping-health.json", title): [*HEALTH, f"| unwrap {field} |"]
+        for field, title in [
+            ("spool_records", "Spool depth (records not yet acknowledged)"),
+            ("oldest_unsent_age_s", "Oldest unsent record age"),
+            ("spool_bytes", "Spool size"),
+            ("retried", "Retried pushes (cumulative)"),
+            ("dropped", "Dropped records (cumulative)"),
+            ("dead_lettered", "Dead-lettered records (cumulative)"),
+            ("write_errors", "Spool write errors: records lost, a full disk (cumulative)"),
+        ]
+    },
+    ("shipping-health.json", "Health records with an error"): [
+        *HEALTH,
+        '| last_error!="" or spool_error!=""',
+    ],
+}
+
+
+def test_every_panel_is_in_the_filter_table() -> None:
+    queries = {(name, panel["title"]): panel["targets"] for name, panel in _panels()}
+    assert len(queries) == 25  # titles are unique per dashboard
+    assert sorted(queries) == sorted(PANEL_FILTERS)
+
+
+@pytest.mark.parametrize(("board", "title"), sorted(PANEL_FILTERS))
+def test_a_panel_query_selects_env_and_keeps_its_filters(board: str, title: str) -> None:
+    [panel] = [p for p in COMMITTED[board]["panels"] if p["title"] == title]
+    [target] = panel["targets"]
+    expr = target["expr"]
+    # The env variable restricts the stream selector itself, before any pipeline stage.
+    assert 0 <= expr.find(ENV) < expr.find(" |"), expr
+    missing = [stage for stage in PANEL_FILTERS[board, title] if stage not in expr]
+    assert missing == [], expr
+
+
 def test_links_lead_to_the_correlator_timeline() -> None:
     urls = [
         link["url"]
@@ -257,7 +357,15 @@ def test_links_lead_to_the_correlator_timeline() -> None:
         for link in links
     ]
     assert len(urls) == 11
-    assert all(url.startswith("${correlator_url:raw}/") for url in urls)
+    assert urls.count("${correlator_url:raw}/v1/findings") == 1
+    # Each other link opens the timeline of one identifier, with that identifier's own value
+    # (the variable, a series label or a table column of the same name), percent-encoded.
+    link = re.compile(
+        r"\$\{correlator_url:raw\}/\?(\w+)="
+        r"\$\{(?:__field\.labels\.|__data\.fields\.)?(\w+):percentencode\}"
+    )
+    keys = [link.fullmatch(url) for url in urls if not url.endswith("/v1/findings")]
+    assert all(m and m[1] == m[2] and m[1] in IDENTIFIER_KEYS for m in keys), urls
     board_links = [link["url"] for link in COMMITTED["incident-timeline.json"]["links"]]
     assert board_links == [
         f"${{correlator_url:raw}}/?{key}=${{{key}:percentencode}}" for key in IDENTIFIER_KEYS
@@ -272,6 +380,8 @@ def test_panels_tile_the_grid(name: str) -> None:
     for panel in panels:
         pos = panel["gridPos"]
         assert pos["x"] >= 0 and pos["x"] + pos["w"] <= build.GRID_WIDTH
+        # A panel without width or height would cover no cell and overlap nothing.
+        assert pos["y"] >= 0 and pos["w"] >= 1 and pos["h"] >= 1, panel["title"]
         mine = {
             (x, y)
             for x in range(pos["x"], pos["x"] + pos["w"])

@@ -65,20 +65,31 @@ def _common(result: Result, owner: str, findings: list[str]) -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("name", "owner", "findings"),
-    [
-        ("healthy", "none", []),
-        ("cert-expired", "cert", []),
-        ("token-rotated", "api_auth", []),
-        ("missing-prerequisite", "deploy", []),
-        ("release-stuck", "workflow_state", ["release_failed_stuck"]),
-        ("db-lock-timeout", "db", ["outbox_unpublished"]),
-        ("stale-cr-status", "provider", ["projection_drift"]),
-        ("delete-during-provision", "provider", ["vm_orphaned"]),
-        ("ingress-no-route", "ingress", []),
-    ],
-)
+#: Each scenario's true owner layer and findings, stated here rather than read from SCENARIOS.
+OWNERS: list[tuple[str, str, list[str]]] = [
+    ("healthy", "none", []),
+    ("cert-expired", "cert", []),
+    ("token-rotated", "api_auth", []),
+    ("missing-prerequisite", "deploy", []),
+    ("release-stuck", "workflow_state", ["release_failed_stuck"]),
+    ("db-lock-timeout", "db", ["outbox_unpublished"]),
+    ("stale-cr-status", "provider", ["projection_drift"]),
+    ("delete-during-provision", "provider", ["vm_orphaned"]),
+    ("ingress-no-route", "ingress", []),
+]
+
+
+def test_every_scenario_is_run_here_with_the_truth_it_declares() -> None:
+    stated = {name: (owner, findings) for name, owner, findings in OWNERS}
+    stated["reimage-mid-task"] = ("node", [])
+    declared = {
+        name: (scenario.expected_owner_layer, list(scenario.expected_findings))
+        for name, scenario in SCENARIOS.items()
+    }
+    assert declared == stated
+
+
+@pytest.mark.parametrize(("name", "owner", "findings"), OWNERS)
 def test_scenario_names_its_owner_layer(
     stack: Stack, name: str, owner: str, findings: list[str]
 ) -> None:
