@@ -666,6 +666,7 @@ def test_a_forked_child_that_never_logged_flushes_at_once_and_reports_its_own_he
     for seq in range(3):
         log.info("parent, spooled while Loki is down", seq=seq)
     assert agent_logging.health()["spool_records"] == 3
+    keys = set(agent_logging.health())
 
     def child() -> int:  # pragma: no cover - runs in the child
         said, _ = internal_messages()
@@ -675,6 +676,8 @@ def test_a_forked_child_that_never_logged_flushes_at_once_and_reports_its_own_he
         if time.monotonic() - started > 2.0:  # without a guard it spins until the timeout
             return 4
         health = agent_logging.health()
+        if set(health) != keys:
+            return 8  # a forked child's health must say what every process's says
         own = {key: health[key] for key in (*HEALTH_KEYS, "write_errors", "last_error")}
         if own != {**dict.fromkeys(HEALTH_KEYS, 0), "write_errors": 0, "last_error": None}:
             return 5  # the parent's spool counts, as if they were the child's
