@@ -38,7 +38,7 @@ from agent_logging._drain import (
 from agent_logging._spool_dirs import (
     DEAD_LETTER_NAME,
     dead_letter_paths,
-    owner_pid,
+    live_owner_pid,
     spool_dirs,
     spooled_records,
 )
@@ -64,7 +64,7 @@ def spool_status(directory: Path) -> dict[str, Any]:
         oldest = record.ts_ns if oldest is None else min(oldest, record.ts_ns)
     return {
         "spool": str(directory),
-        "owner_pid": owner_pid(directory),
+        "owner_pid": live_owner_pid(directory),
         "records": records,
         "bytes": size,
         "oldest_unsent_age_s": round((time.time_ns() - oldest) / 1e9, 3) if oldest else 0.0,

@@ -31,11 +31,12 @@ from agent_logging._spool import Spool
 from agent_logging._spool_dirs import (
     DEAD_LETTER_NAME,
     is_spool_dir,
-    owner_pid,
+    live_owner_pid,
     spool_dirs,
     spooled_records,
 )
 from agent_logging._visibility import (
+    POLL_S,
     DeadLetters,
     Expected,
     collect,
@@ -57,8 +58,6 @@ __all__ = [
     "nested_spool_roots",
 ]
 
-#: How often a live owner's spool is looked at while drain waits for it to ship.
-_POLL_S = 0.25
 #: How many directories below ``--spool-dir`` are looked at for a misplaced spool.
 _SEARCH_DIRS = 2000
 _SEARCH_DEPTH = 3
@@ -115,8 +114,8 @@ def _ship(
         while time.monotonic() < deadline:
             if _shipped_by_owner(directory, expected):
                 return ""
-            time.sleep(_POLL_S)
-        return f"{directory}: its owner (pid {owner_pid(directory)}) did not ship it in time"
+            time.sleep(POLL_S)
+        return f"{directory}: its owner (pid {live_owner_pid(directory)}) did not ship it in time"
     with spool:
         shipper = Shipper(
             spool,

@@ -4,7 +4,8 @@ A spool directory is ``<spool_dir>/<service>/`` (``<service>.<pid>/`` when anoth
 process holds that one): a ``lock`` file, ``seg-*.spool`` segments, ``acked``, and the
 dead-letter files of entries Loki refused. The durable sink (``_durable``) opens its own and
 adopts orphans; ``agent-logging status`` and ``drain`` (``_cli``, ``_drain``) find them and
-read them from outside (:func:`spooled_records`, :func:`owner_pid`), their owner alive or not.
+read them from outside (:func:`spooled_records`, :func:`live_owner_pid`: unlike
+``_spool_lock.owner_pid``, None when no live process holds the lock), their owner alive or not.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ __all__ = [
     "DEAD_LETTER_NAME",
     "dead_letter_paths",
     "is_spool_dir",
+    "live_owner_pid",
     "open_own_spool",
-    "owner_pid",
     "remove_spool_files",
     "spool_dirs",
     "spool_kwargs",
@@ -71,7 +72,7 @@ def spooled_records(directory: Path) -> Iterator[SpooledRecord]:
             raise
 
 
-def owner_pid(directory: Path) -> str | None:
+def live_owner_pid(directory: Path) -> str | None:
     """The pid holding the spool's lock, or None when nobody does."""
     lock = directory / "lock"
     try:

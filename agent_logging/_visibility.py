@@ -27,6 +27,7 @@ from agent_logging._segments import SpooledRecord
 from agent_logging._spool_dirs import dead_letter_paths, spooled_records
 
 __all__ = [
+    "POLL_S",
     "DeadLetters",
     "Expected",
     "Streams",
@@ -41,7 +42,8 @@ __all__ = [
     "verify",
 ]
 
-_POLL_S = 0.25
+#: How often drain looks again: at Loki for records not yet visible, at a live owner's spool.
+POLL_S = 0.25
 #: One query covers at most this span of a stream: Loki refuses a query longer than its
 #: ``max_query_length`` (721 h by default), and dead letters can be months old.
 _WINDOW_NS = 24 * 3600 * 10**9
@@ -186,4 +188,4 @@ def verify(
         awaited = count(difference(missing, settled))
         if awaited == 0 or time.monotonic() >= deadline:
             return missing, error
-        time.sleep(_POLL_S)
+        time.sleep(POLL_S)
