@@ -134,6 +134,8 @@ def client_for(settings: Settings) -> LokiClient:
 class Durable:
     """A pipeline sink that spools every record and ships it from a background thread."""
 
+    needs_record: Final = False  # it spools the line, under the stream key
+
     def __init__(self, settings: Settings, spool: Spool, client: LokiClient) -> None:
         self.settings = settings
         self.spool = spool

@@ -11,9 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from types import MappingProxyType
+from typing import Any, Final, Protocol, cast
 
 from agent_logging import _context, _otel, _state
+from agent_logging._direct import NOT_PLAIN, DirectLines
 from agent_logging._processors import add_error, add_span_ids, check_call_site_ids
 from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
@@ -50,6 +52,10 @@ _KEY_FIELDS: Final = frozenset(STREAM_KEY_FIELDS)
 ENVELOPE_FIELDS: Final = frozenset({"ts", "level", "service", "layer", "env"})
 
 
+# What the sinks get as the record when the line was rendered without one (no sink reads it).
+_NO_RECORD: Final = cast(EventDict, MappingProxyType({}))
+
+
 def _keep_envelope(fields: EventDict) -> None:
     """Rename call-site fields named like the envelope to ``<name>_field`` (in place)."""
     for key in ENVELOPE_FIELDS.intersection(fields):
@@ -64,6 +70,9 @@ class Sink(Protocol):
 
     # Optional: ``write_keyed(ts_ns, line, record, key)``, the same with the record's stream
     # key (``_record_encoder.stream_key``) worked out by the pipeline, which can do it cheaply.
+    # Optional: ``needs_record = False``, for a sink that reads only the line (and the key):
+    # when every sink says so, plain records are rendered without building their dict
+    # (``_direct``), and such a sink gets an empty read-only mapping as ``record``.
 
     def close(self, timeout_s: float) -> None: ...
 
@@ -107,11 +116,27 @@ class Pipeline:
         self._lock = threading.Lock()
         self.records = 0
         self.failures = 0
-        # Which sinks take the stream key, for the sinks tuple it was worked out for.
-        self._keyed_for: tuple[Sink, ...] = ()
+        # Plain records' lines from cached pieces, when no user processor needs the record.
+        self._direct: Final = (
+            DirectLines(self._fixed, spans=self._spans)
+            if not processors and NOT_PLAIN.issuperset(self._fixed)
+            else None
+        )
+        # For the sinks tuple they were worked out for (see _plan_sinks): which sinks take
+        # the stream key, and the tuple again if none of them needs the record as a dict.
+        self._keyed_for: tuple[Sink, ...] | None = None
         self._keyed: tuple[bool, ...] = ()
+        self._direct_for: tuple[Sink, ...] | None = None
+        self._plan_sinks()
         # The last record's stream key and what it depended on (see _stream_key).
         self._last_key: tuple[object, ...] = (None, None, None, None, 0)
+
+    def _plan_sinks(self) -> None:
+        sinks = self.sinks
+        self._keyed = tuple(hasattr(sink, "write_keyed") for sink in sinks)
+        lines_only = not any(getattr(sink, "needs_record", True) for sink in sinks)
+        self._direct_for = sinks if lines_only and self._direct is not None else None
+        self._keyed_for = sinks
 
     def handle(self, method_name: str, event_dict: EventDict, ts_ns: int | None = None) -> None:
         """Process one record; never raises.
@@ -128,6 +153,12 @@ class Pipeline:
                 return
             if ts_ns is None:
                 ts_ns = time.time_ns()
+            if self._direct_for is self.sinks and NOT_PLAIN.isdisjoint(event_dict):
+                done = self._direct.line(level, ts_ns, event_dict)  # type: ignore[union-attr]
+                if done is not None:
+                    self.records += 1
+                    self._deliver(ts_ns, done[0], _NO_RECORD, event_dict, done[1])
+                    return
             if not _ID_FIELDS.isdisjoint(event_dict):
                 check_call_site_ids(None, method_name, event_dict)
             if not ENVELOPE_FIELDS.isdisjoint(event_dict):
@@ -151,16 +182,21 @@ class Pipeline:
             self._fail("process", exc)
             return
         self.records += 1
+        self._deliver(ts_ns, line, record, event_dict, -1)
+
+    def _deliver(
+        self, ts_ns: int, line: bytes, record: EventDict, call_fields: EventDict, key: int
+    ) -> None:
+        """Hand a rendered record to every sink; ``key`` is its stream key, or -1 when it is
+        worked out here, if a sink takes it."""
         sinks = self.sinks
         if sinks is not self._keyed_for:
-            self._keyed = tuple(hasattr(sink, "write_keyed") for sink in sinks)
-            self._keyed_for = sinks
-        key = -1
+            self._plan_sinks()
         for sink, keyed in zip(sinks, self._keyed, strict=True):
             try:
                 if keyed:
                     if key < 0:
-                        key = self._stream_key(record, event_dict)
+                        key = self._stream_key(record, call_fields)
                     sink.write_keyed(ts_ns, line, record, key)  # type: ignore[attr-defined]
                 else:
                     sink.write(ts_ns, line, record)

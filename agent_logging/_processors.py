@@ -17,7 +17,7 @@ from agent_logging._ids import problem
 from agent_logging._owner import error_info
 from agent_logging._types import IDENTIFIER_KEYS, OWNER_LAYERS, EventDict
 
-__all__ = ["add_error", "add_span_ids", "check_call_site_ids"]
+__all__ = ["add_error", "add_span_ids", "check_call_site_ids", "current_context"]
 
 #: Longest traceback text kept in ``error.stack``; Loki's line limit is 256 KB for everything.
 MAX_STACK_CHARS: Final = 8192
@@ -34,11 +34,11 @@ def _no_context() -> object:
     return None
 
 
-_current_context: Callable[[], object] = _no_context
+current_context: Callable[[], object] = _no_context
 if _otel.AVAILABLE:
     from opentelemetry.context import get_current
 
-    _current_context = get_current
+    current_context = get_current
 
 
 def add_span_ids(logger: object, method_name: str, event_dict: EventDict) -> EventDict:
@@ -47,7 +47,7 @@ def add_span_ids(logger: object, method_name: str, event_dict: EventDict) -> Eve
     An active span wins over ids bound by middleware: it is the more precise of the two.
     """
     global _last_span
-    context = _current_context()
+    context = current_context()
     last = _last_span
     if context is last[0]:
         ids = last[1]
@@ -78,7 +78,12 @@ def check_call_site_ids(logger: object, method_name: str, event_dict: EventDict)
             continue
         del event_dict[key]
         if rejected is None:
-            rejected = event_dict.setdefault("rejected_ids", {})
+            # A copy of a dict the call passed as rejected_ids (it is the caller's); any
+            # other value of that name is kept beside it, as rejected_ids_field.
+            given = event_dict.get("rejected_ids")
+            if given is not None and not isinstance(given, dict):
+                event_dict["rejected_ids_field"] = given
+            rejected = event_dict["rejected_ids"] = dict(given) if isinstance(given, dict) else {}
         rejected[key] = {"value": repr(value)[:300], "reason": reason}
     return event_dict
 

@@ -16,7 +16,15 @@ import orjson
 
 from agent_logging._types import CONTEXT_KEYS, EventDict
 
-__all__ = ["MAX_LINE_BYTES", "TRUNCATE_TO_CHARS", "render", "rfc3339_ns"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "OPTIONS",
+    "TRUNCATE_TO_CHARS",
+    "fallback",
+    "render",
+    "rfc3339_ns",
+    "rfc3339_ns_bytes",
+]
 
 #: Loki refuses lines over 256 KB (``max_line_size``); a record is shrunk to fit below it.
 MAX_LINE_BYTES: Final = 256 * 1024 - 1024
@@ -25,7 +33,8 @@ MAX_LINE_BYTES: Final = 256 * 1024 - 1024
 TRUNCATE_TO_CHARS: Final = 1024
 _TRUNCATE_TO: Final = TRUNCATE_TO_CHARS
 
-_OPTIONS: Final = orjson.OPT_NON_STR_KEYS
+#: orjson's options for a record (:func:`render`), with :func:`fallback` as its ``default``.
+OPTIONS: Final = orjson.OPT_NON_STR_KEYS
 
 # The date and time up to the second, with the dot, by the decimal digits of the second:
 # records come many per second, so only the nanoseconds are formatted per call. One tuple,
@@ -48,7 +57,25 @@ def rfc3339_ns(ts_ns: int) -> str:
     return cached[1] + digits[-9:] + "Z"
 
 
-def _default(value: object) -> object:
+# rfc3339_ns_bytes' cache: a second, and its text up to the dot.
+_second_bytes: tuple[int, bytes] = (-1, b"")
+
+
+def rfc3339_ns_bytes(ts_ns: int) -> bytes:
+    """:func:`rfc3339_ns` as ASCII bytes, for lines joined from pieces."""
+    global _second_bytes
+    second, nanos = divmod(ts_ns, 1_000_000_000)
+    cached = _second_bytes
+    if second != cached[0]:
+        if ts_ns < 1_000_000_000:
+            return rfc3339_ns(ts_ns).encode()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)).encode()
+        cached = _second_bytes = (second, stamp)
+    return cached[1] + b"%09dZ" % nanos
+
+
+def fallback(value: object) -> object:
+    """What orjson renders for an object it cannot encode itself."""
     # Redaction ran first: each object it does not keep as it is (a number, a date, a UUID)
     # it turned into redacted text or a plain dict, and it redacted a namedtuple's items
     # (_redact._redact_other). What str() shows here was redacted already.
@@ -61,10 +88,10 @@ def _default(value: object) -> object:
 
 def _render_once(record: EventDict) -> bytes:
     try:
-        return orjson.dumps(record, default=_default, option=_OPTIONS)
+        return orjson.dumps(record, default=fallback, option=OPTIONS)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(
-            record, default=_default, ensure_ascii=False, separators=(",", ":")
+            record, default=fallback, ensure_ascii=False, separators=(",", ":")
         ).encode("utf-8", "backslashreplace")
 
 

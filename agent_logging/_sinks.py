@@ -9,7 +9,7 @@ import io
 import os
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from agent_logging._types import EventDict
 
@@ -18,6 +18,8 @@ __all__ = ["ConsoleSink", "RotatingFileSink", "StreamSink"]
 
 class StreamSink:
     """JSON lines to a stream: a binary or text file object."""
+
+    needs_record: Final = False  # the line is all it writes
 
     def __init__(self, stream: IO[Any]) -> None:
         # Text streams (sys.stderr, StringIO) get str; a text stream with a byte buffer
@@ -74,6 +76,8 @@ class RotatingFileSink:
     Alloy's ``loki.source.file`` follow without loss. Each line is one ``os.write`` on an
     ``O_APPEND`` descriptor, so a killed process leaves whole lines behind.
     """
+
+    needs_record: Final = False  # the line is all it writes
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int, backups: int) -> None:
         self.path = Path(path)

@@ -200,6 +200,25 @@ def test_call_site_identifiers_are_checked(captured: Capture) -> None:
     assert len(sink.lines) == 1
 
 
+@pytest.mark.parametrize("given", [7, "text", None, {"workflow_id": {"reason": "earlier"}}])
+def test_a_rejected_identifier_beside_a_field_named_rejected_ids(
+    captured: Capture, given: object
+) -> None:
+    # A field of that name that is not a dict once lost the whole record.
+    sink = captured()
+    kept = {"workflow_id": {"reason": "earlier"}}
+    agent_logging.get_logger().info("claimed", allocation_id="a\n", rejected_ids=given)
+    record = sink.last()
+    assert record["rejected_ids"]["allocation_id"]["reason"].startswith("holds '\\n'")
+    if isinstance(given, dict):
+        assert record["rejected_ids"]["workflow_id"] == {"reason": "earlier"}
+        assert given == kept  # the caller's dict is not changed
+        assert "rejected_ids_field" not in record
+    elif given is not None:
+        assert record["rejected_ids_field"] == given
+    assert len(sink.lines) == 1
+
+
 def test_secrets_are_redacted_before_rendering(captured: Capture) -> None:
     sink = captured()
     agent_logging.get_logger().info(
