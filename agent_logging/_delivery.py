@@ -170,7 +170,7 @@ class BatchDelivery:
     _last_error: str | None
     _last_success_unix_s: float | None
     _consecutive_failures: int
-    pushing: bool
+    busy: bool
     _stats_lock: threading.Lock
     _kick: threading.Event
 
@@ -281,7 +281,6 @@ class BatchDelivery:
 
     def _push(self, records: Sequence[RecordLike], low: int, high: int) -> PushResult:
         """Push ``records[low:high]``; never raises."""
-        self.pushing = True
         try:
             push_records = getattr(self._client, "push_records", None)
             if push_records is not None:
@@ -299,8 +298,6 @@ class BatchDelivery:
             return self._client.push(entries)
         except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
             return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
-        finally:
-            self.pushing = False
 
     def _entry(self, record: RecordLike) -> PushEntry:
         return entry_from_record(
@@ -322,8 +319,12 @@ class BatchDelivery:
         if deadline is not None:
             delay = min(delay, max(0.0, deadline - self._clock()))
         self._sync_spool()  # an outage can last hours: the ``interval`` fsync policy goes on
-        if self._wait(self._kick, delay):
-            self._kick.clear()
+        busy, self.busy = self.busy, False  # logging threads need not let a waiting thread in
+        try:
+            if self._wait(self._kick, delay):
+                self._kick.clear()
+        finally:
+            self.busy = busy
         if halt.is_set():
             return False
         return deadline is None or self._clock() < deadline

@@ -59,7 +59,7 @@ _ADOPT_DEADLINE_S: Final = 3600.0
 #: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
 #: behind while its parent lives on, possibly for months.
 _ADOPT_RESCAN_S: Final = 60.0
-#: While the shipper is behind and pushing, one log call in this many yields the GIL.
+#: While the shipper is behind and busy, one log call in this many yields the GIL.
 _YIELD_EVERY: Final = 64
 #: A spool found locked is tried once more after this pause: a reader's lock is brief.
 _PROBE_RETRY_S: Final = 0.5
@@ -216,12 +216,13 @@ class Durable:
         if not spool.append(ts_ns, line, key):
             self._refused(spool)
             return
-        if self.shipper.pushing and spool.pending_bytes() > self._behind_bytes:
+        if self.shipper.busy and spool.pending_bytes() > self._behind_bytes:
             # The spool's append makes no system call, so a thread logging flat out never
             # lets go of the GIL, and the shipper, which needs it back after each system call
             # of its push, gets it only every switch interval (5 ms): it falls behind, and
-            # the test server's work on each push stops overlapping ours. While a push is in
-            # flight and more than two batches wait, one call in _YIELD_EVERY lets go.
+            # the test server's work on each push stops overlapping ours. While the shipper
+            # works on a batch (not while it waits for records or backs off in an outage)
+            # and more than two batches wait, one call in _YIELD_EVERY lets go.
             self._calls_behind += 1
             if not self._calls_behind % _YIELD_EVERY:
                 time.sleep(0)

@@ -163,9 +163,10 @@ class Shipper(BatchDelivery):
         self._last_error: str | None = None
         self._last_success_unix_s: float | None = None
         self._consecutive_failures = 0
-        #: True while a push request is in flight (read without a lock by logging threads:
-        #: the durable sink gives the shipper a turn at the GIL then, see ``_durable``).
-        self.pushing = False
+        #: True while the thread reads, pushes or acknowledges a batch, and not while it
+        #: waits for records or backs off (read without a lock by logging threads: the
+        #: durable sink gives the shipper a turn at the GIL then, see ``_durable``).
+        self.busy = False
         self._new_sync_objects()
 
     def _new_sync_objects(self) -> None:
@@ -280,7 +281,7 @@ class Shipper(BatchDelivery):
         belong to the parent). Call :meth:`start` if the child should ship.
         """
         self._thread = None
-        self.pushing = False  # the parent's push, if one was in flight at the fork
+        self.busy = False  # the parent's push, if one was in flight at the fork
         self._new_sync_objects()
         self._client.after_fork_in_child()
 
@@ -376,6 +377,7 @@ class Shipper(BatchDelivery):
             if not self._ship_lock.acquire(timeout=timeout):
                 return False
             acked = 0
+            self.busy = True
             try:
                 batch = self._spool.peek_batch(
                     max_records=self._max_batch_records, max_bytes=self._max_batch_bytes
@@ -394,6 +396,7 @@ class Shipper(BatchDelivery):
                 elif done:
                     acked = self._ack_done_part(batch.records, done)
             finally:
+                self.busy = False
                 self._ship_lock.release()
             if acked:
                 self._note_acked(acked)

@@ -261,7 +261,7 @@ def test_flush_without_a_durable_path_has_nothing_to_ship() -> None:
 
 
 @pytest.mark.integration
-def test_a_logging_thread_lets_the_shipper_in_while_it_pushes_behind(
+def test_a_logging_thread_lets_the_shipper_in_while_it_works_behind(
     loki: LokiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure(loki.url, tmp_path / "spool", batch_interval_s=3600.0)  # the shipper stays idle
@@ -272,20 +272,20 @@ def test_a_logging_thread_lets_the_shipper_in_while_it_pushes_behind(
     log = agent_logging.get_logger("tests")
     sink = durable()
     sink._behind_bytes = 0  # every record counts as behind
-    sink.shipper.pushing = True
+    sink.shipper.busy = True
     for n in range(640):
         log.info("claimed", attempt=n)
     assert yields == [0] * 10  # one call in 64
-    sink.shipper.pushing = False  # no push in flight: nothing to let in
+    sink.shipper.busy = False  # waiting or backing off: nothing to let in
     for n in range(640):
         log.info("claimed", attempt=n)
     assert len(yields) == 10
-    sink._behind_bytes = 2**40  # a push in flight, but the shipper keeps up
-    sink.shipper.pushing = True
+    sink._behind_bytes = 2**40  # busy, but the shipper keeps up
+    sink.shipper.busy = True
     for n in range(640):
         log.info("claimed", attempt=n)
     assert len(yields) == 10
-    sink.shipper.pushing = False
+    sink.shipper.busy = False
 
 
 # -- 3. outages, 429s and refusals --------------------------------------------------------------

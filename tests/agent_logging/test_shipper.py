@@ -321,6 +321,49 @@ def test_429_storm_then_success_honours_retry_after(
     assert errors == ["push to Loki failed, will retry: HTTP 429: Ingestion rate limit exceeded"]
 
 
+def test_busy_while_reading_pushing_and_acking_not_while_backing_off(
+    spool: FakeSpool,
+    fake_loki: FakeLoki,
+    fake_time: FakeTime,
+    make_shipper: Callable[..., Shipper],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Logging threads let the shipper in at the GIL while it is busy (``_durable``): not
+    # while it waits out a backoff in an outage, when that would cost them for nothing.
+    fill(spool, 2)
+    fake_loki.script = {0: too_many("1")}
+    seen: list[tuple[str, bool]] = []
+    shipper: Shipper | None = None
+
+    def watch(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            assert shipper is not None
+            seen.append((name, shipper.busy))
+            return call(*args, **kwargs)
+
+        return watched
+
+    monkeypatch.setattr(spool, "peek_batch", watch("peek", spool.peek_batch))
+    monkeypatch.setattr(spool, "ack", watch("ack", spool.ack))
+    shipper = make_shipper(spool, wait=watch("backoff", fake_time.wait))
+    monkeypatch.setattr(
+        shipper._client, "push_records", watch("push", shipper._client.push_records)
+    )
+
+    assert shipper.ship_pending(100.0)
+
+    assert seen == [
+        ("peek", True),
+        ("push", True),
+        ("backoff", False),
+        ("peek", True),
+        ("push", True),
+        ("ack", True),
+        ("peek", True),
+    ]
+    assert not shipper.busy
+
+
 def test_backoff_grows_exponentially_to_the_cap(
     spool: FakeSpool, fake_loki: FakeLoki, fake_time: FakeTime, make_shipper: Callable[..., Shipper]
 ) -> None:
