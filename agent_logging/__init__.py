@@ -155,7 +155,8 @@ def flush(timeout_s: float = 5.0) -> bool:
 
 def health() -> dict[str, Any]:
     """Pipeline and shipping health: records, failures, and for the durable path the spool's
-    depth, oldest unsent age, sent, retried, dropped and dead-lettered counts."""
+    depth, oldest unsent age, sent, retried, dropped and dead-lettered counts, and the last
+    shipping error with its age in seconds (``last_error``, ``last_error_age_s``)."""
     pipeline = _state.pipeline
     if pipeline is None:
         return {"configured": False}

@@ -168,6 +168,7 @@ class BatchDelivery:
     _dead_lettered: int
     _last_status: int | None
     _last_error: str | None
+    _last_error_unix_s: float | None
     _last_success_unix_s: float | None
     _consecutive_failures: int
     busy: bool
@@ -216,6 +217,7 @@ class BatchDelivery:
                 with self._stats_lock:
                     self._last_status = result.status
                     self._last_error = result.reason
+                    self._last_error_unix_s = self._wall_clock()
                 if high - low > 1:
                     middle = (low + high) // 2
                     pending[-1] = (middle, high)
@@ -355,6 +357,7 @@ class BatchDelivery:
             self._retried += 1
             self._last_status = result.status
             self._last_error = result.reason
+            self._last_error_unix_s = self._wall_clock()
         if limit < self._max_batch_bytes:
             # Read by the loop and the peeks; an int, so a racing read sees one or the other.
             self._max_batch_bytes = limit
@@ -370,6 +373,7 @@ class BatchDelivery:
             self._retried += 1
             self._consecutive_failures += 1
             self._last_error = result.reason if result is not None else message
+            self._last_error_unix_s = self._wall_clock()
             if result is not None:
                 self._last_status = result.status
         self._report(message, _reason_key(result) if result is not None else key)

@@ -355,6 +355,8 @@ class Durable:
             "write_errors": stats.write_errors,
             "adopted": self._adopted,
             "last_error": shipped.get("last_error"),
+            # How long ago: the last error stays after shipping recovers.
+            "last_error_age_s": _age_s(shipped.get("last_error_unix_s")),
             "spool_error": self._spool_error,
         }
 
@@ -431,5 +433,10 @@ _UNUSED_HEALTH: Final[dict[str, Any]] = {
     "write_errors": 0,
     "adopted": 0,
     "last_error": None,
+    "last_error_age_s": None,
     "spool_error": None,
 }
+
+
+def _age_s(unix_s: float | None) -> float | None:
+    return None if unix_s is None else round(max(0.0, time.time() - unix_s), 3)

@@ -60,6 +60,7 @@ class ShipperStats(TypedDict):
     dead_lettered: int
     last_status: int | None
     last_error: str | None
+    last_error_unix_s: float | None
     last_success_unix_s: float | None
     consecutive_failures: int
 
@@ -161,6 +162,7 @@ class Shipper(BatchDelivery):
         self._dead_lettered = 0
         self._last_status: int | None = None
         self._last_error: str | None = None
+        self._last_error_unix_s: float | None = None
         self._last_success_unix_s: float | None = None
         self._consecutive_failures = 0
         #: True while the thread reads, pushes or acknowledges a batch, and not while it
@@ -291,7 +293,8 @@ class Shipper(BatchDelivery):
         Returns:
             ``batches_sent``, ``records_sent``, ``bytes_sent`` (record bytes of successful
             pushes), ``retried`` (retryable failures), ``dead_lettered``, ``last_status``,
-            ``last_error``, ``last_success_unix_s``, ``consecutive_failures``.
+            ``last_error``, ``last_error_unix_s``, ``last_success_unix_s``,
+            ``consecutive_failures``.
         """
         with self._stats_lock:
             return {
@@ -302,6 +305,7 @@ class Shipper(BatchDelivery):
                 "dead_lettered": self._dead_lettered,
                 "last_status": self._last_status,
                 "last_error": self._last_error,
+                "last_error_unix_s": self._last_error_unix_s,
                 "last_success_unix_s": self._last_success_unix_s,
                 "consecutive_failures": self._consecutive_failures,
             }

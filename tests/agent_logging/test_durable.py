@@ -348,8 +348,12 @@ def test_a_429_storm_is_retried_no_sooner_than_retry_after(
 
     assert loki.wait_for_entries(5, timeout_s=15.0)
     assert durable().flush(timeout_s=5.0)
-    assert agent_logging.health()["retried"] == 3
+    health = agent_logging.health()
+    assert health["retried"] == 3
     assert len(delays) == 3
+    # The error stays after the recovery, with how long ago it was (the storm took ~1 s).
+    assert "Ingestion rate limit exceeded" in health["last_error"]
+    assert 0.0 <= health["last_error_age_s"] < 30.0
     assert all(delay >= 0.25 for delay in delays)
     statuses = [r.status for r in loki.requests if r.path == "/loki/api/v1/push"]
     assert statuses[:4] == [429, 429, 429, 204]

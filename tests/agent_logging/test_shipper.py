@@ -268,6 +268,7 @@ def test_ships_and_acks(
         "dead_lettered": 0,
         "last_status": 204,
         "last_error": None,
+        "last_error_unix_s": None,
         "last_success_unix_s": WALL,
         "consecutive_failures": 0,
     }
@@ -318,6 +319,7 @@ def test_429_storm_then_success_honours_retry_after(
     stats = shipper.stats()
     assert (stats["retried"], stats["consecutive_failures"], stats["last_status"]) == (3, 0, 204)
     assert stats["last_error"] == "HTTP 429: Ingestion rate limit exceeded"
+    assert stats["last_error_unix_s"] == WALL  # kept after the success, with its time
     assert errors == ["push to Loki failed, will retry: HTTP 429: Ingestion rate limit exceeded"]
 
 
