@@ -6,10 +6,11 @@ Layout of ``spool_dir`` (the root)::
     ROOT/<service>.<pid>/      a second process of the same service (a forked worker, say)
     ROOT/<dir>/dead-letter.ndjson   entries Loki refused, with its reason
 
-At start, and every ``_ADOPT_RESCAN_S`` after, the process also adopts every other spool under
-the root that nobody holds (its owner died, was replaced by this process after a restart or an
+At start, and every minute after, the process also adopts every other spool under the root
+that nobody holds (its owner died, was replaced by this process after a restart or an
 upgrade, or was a forked worker that crashed while this process runs on), ships it in the
-background and removes it once empty. ``agent-logging drain`` walks the same layout.
+background and removes it once empty (``_adoption``). ``agent-logging drain`` walks the same
+layout.
 
 The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed copy into the
 spool's mapping), the frame carrying the record's stream key (``_record_encoder.stream_key``;
@@ -27,13 +28,13 @@ otherwise spool a record that needs another push, for ever. They still reach the
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
+from agent_logging._adoption import Adoption
 from agent_logging._entries import PushEntry, RecordLike
 from agent_logging._loki_client import LokiClient, PushResult
 from agent_logging._record_encoder import stream_key
@@ -42,8 +43,6 @@ from agent_logging._spool import Spool
 from agent_logging._spool_dirs import (
     DEAD_LETTER_NAME,
     open_own_spool,
-    remove_spool_files,
-    spool_dirs,
     spool_kwargs,
     storage_problem,
 )
@@ -54,18 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Durable", "client_for"]
 
-#: How long an adopted orphan spool may take to ship before the adopter gives up for now.
-_ADOPT_DEADLINE_S: Final = 3600.0
-#: Seconds between two looks for orphans: a forked worker that crashed leaves its spool
-#: behind while its parent lives on, possibly for months.
-_ADOPT_RESCAN_S: Final = 60.0
 #: While the shipper is behind and busy, one log call in this many yields the GIL.
 _YIELD_EVERY: Final = 64
-#: A spool found locked is tried once more after this pause: a reader's lock is brief.
-_PROBE_RETRY_S: Final = 0.5
-#: An adoption ships in slices of this length, re-checking between them whether the sink is
-#: closing: ``close()`` must not leave a thread pushing through a closed client for an hour.
-_ADOPT_SLICE_S: Final = 1.0
 #: A refused append looks at why (the spool's counters: a system call) no sooner than this
 #: after the last look: on a full disk, or a full spool under ``drop_newest``, every call of a
 #: flat-out logger is refused, and the logging call must stay cheap.
@@ -148,10 +137,10 @@ class Durable:
         self._watch_losses(spool)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._adopting: Shipper | None = None
-        self._adopted = 0
-        self._adoption_rounds = 0
-        self._adoption_done = threading.Condition()
+        self._adoption = self._adoption_for(spool)
+
+    def _adoption_for(self, spool: Spool) -> Adoption:
+        return Adoption(self.settings, spool.directory, self._shipper_for, self._stop)
 
     def _watch_losses(self, spool: Spool) -> None:
         """Start watching ``spool`` for appends it refuses (see :meth:`_refused`)."""
@@ -192,7 +181,7 @@ class Durable:
 
     def _start_threads(self) -> None:
         self.shipper.start()
-        self._spawn("agent-logging-adopt", self._adopt_orphans)
+        self._spawn("agent-logging-adopt", self._adoption.run)
         if self.settings.health_interval_s > 0:
             self._spawn("agent-logging-health", self._health_loop)
 
@@ -259,65 +248,7 @@ class Durable:
         Returns:
             True when they are, False when ``timeout_s`` passed first.
         """
-        with self._adoption_done:
-            return self._adoption_done.wait_for(lambda: self._adoption_rounds >= rounds, timeout_s)
-
-    def _adopt_orphans(self) -> None:
-        while not self._stop.is_set():
-            self._adopt_round()
-            with self._adoption_done:
-                self._adoption_rounds += 1
-                self._adoption_done.notify_all()
-            if self._stop.wait(_ADOPT_RESCAN_S):
-                return
-
-    def _adopt_round(self) -> None:
-        root = self.settings.spool_dir
-        if root is None:
-            return
-        own = self.spool.directory
-        for directory in spool_dirs(root):
-            if self._stop.is_set():
-                return
-            if directory == own or directory in own.parents:
-                continue  # our own spool, or a directory that holds it
-            try:
-                orphan = Spool.try_open(directory, **spool_kwargs(self.settings))
-                if orphan is None and not self._stop.wait(_PROBE_RETRY_S):
-                    # Held for a moment by `agent-logging status` or `drain` reading it (a
-                    # shared lock), or by a live owner: only the owner still holds it now.
-                    orphan = Spool.try_open(directory, **spool_kwargs(self.settings))
-            except Exception as exc:  # noqa: BLE001 - a broken orphan must not stop this one
-                _state.report_once(f"adopt:{directory}", f"cannot adopt spool {directory}: {exc}")
-                continue
-            if orphan is None:
-                continue  # a live process owns it
-            with orphan:
-                shipper = self._shipper_for(orphan)
-                self._adopting = shipper
-                try:
-                    emptied = self._ship_adopted(shipper)
-                finally:
-                    self._adopting = None
-                    self._adopted += shipper.stats()["records_sent"]
-                if emptied:
-                    # Still holding its lock: a process of that service starting now cannot
-                    # have opened it, so nothing of a live spool is removed.
-                    remove_spool_files(directory)
-            if emptied:
-                with contextlib.suppress(OSError):
-                    directory.rmdir()  # fails, keeping it, when a dead letter or else remains
-
-    def _ship_adopted(self, shipper: Shipper) -> bool:
-        """Ship an adopted spool in slices until it is empty (True) or closing/deadline."""
-        deadline = time.monotonic() + _ADOPT_DEADLINE_S
-        while not self._stop.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if shipper.ship_pending(min(_ADOPT_SLICE_S, remaining)):
-                return True
-        return False
+        return self._adoption.wait(rounds, timeout_s)
 
     def _health_loop(self) -> None:
         while not self._stop.wait(self.settings.health_interval_s):
@@ -353,7 +284,7 @@ class Durable:
             "torn": stats.torn,
             "corrupt": stats.corrupt,
             "write_errors": stats.write_errors,
-            "adopted": self._adopted,
+            "adopted": self._adoption.adopted,
             "last_error": shipped.get("last_error"),
             # How long ago: the last error stays after shipping recovers.
             "last_error_age_s": _age_s(shipped.get("last_error_unix_s")),
@@ -375,9 +306,7 @@ class Durable:
     def close(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         self._stop.set()
-        adopting = self._adopting
-        if adopting is not None:
-            adopting.stop(timeout_s=0.0)  # ends its ship_pending() in the adoption thread
+        self._adoption.cancel()  # ends an adopted spool's ship_pending() in its thread
         if self._forked:
             # A forked child that never logged: the spool and shipper are the parent's, so
             # there is nothing of ours to flush (flushing would spin on a spool that is
@@ -400,10 +329,7 @@ class Durable:
         self._forked = True
         self._reopen_lock = threading.Lock()  # another thread may have held it at the fork
         self._threads = []
-        self._adopting = None
-        self._adopted = 0
-        self._adoption_rounds = 0
-        self._adoption_done = threading.Condition()
+        self._adoption = self._adoption_for(self.spool)  # none yet, and no lock held
         self._spool_error = None
 
     def _reopen_in_child(self) -> None:
@@ -415,6 +341,7 @@ class Durable:
             self.shipper = self._shipper_for(spool)
             self._watch_losses(spool)
             self.spool = spool
+            self._adoption = self._adoption_for(spool)
             self._forked = False
             self._start_threads()
 

@@ -27,7 +27,7 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging import _durable, _state
+from agent_logging import _adoption, _durable, _state
 from agent_logging._durable import Durable
 from agent_logging._loki_client import LokiClient, QueriedEntry
 from agent_logging._render import rfc3339_ns
@@ -579,7 +579,7 @@ def test_shutdown_ends_an_adoption_in_progress_and_releases_the_orphan(
     # for a moment, which the adopter takes for an owner's unless it is gone on its retry.
     deadline = time.monotonic() + 30.0
     pause = threading.Event()
-    while durable()._adopting is None and time.monotonic() < deadline:
+    while durable()._adoption.current is None and time.monotonic() < deadline:
         pause.wait(0.01)
     assert is_locked(root / "old-svc")  # the adoption is retrying against the outage
     adoption = [t for t in durable()._threads if t.name == "agent-logging-adopt"]
@@ -702,7 +702,7 @@ def test_a_forked_child_that_never_logged_flushes_at_once_and_reports_its_own_he
 def test_the_spool_of_a_worker_that_died_is_adopted_while_its_parent_runs(
     loki: LokiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_durable, "_ADOPT_RESCAN_S", 0.05)
+    monkeypatch.setattr(_adoption, "_RESCAN_S", 0.05)
     root = tmp_path / "spool"
     configure(loki.url, root)
     log = agent_logging.get_logger("tests.fork")
@@ -721,7 +721,7 @@ def test_the_spool_of_a_worker_that_died_is_adopted_while_its_parent_runs(
     record = wait_for_record(loki, lambda r: "worker_pid" in r, timeout_s=15.0)
     assert record is not None
     assert orphan.name == f"svc.{record['worker_pid']}"
-    rounds = durable()._adoption_rounds
+    rounds = durable()._adoption.rounds
     assert durable().wait_for_adoption(rounds + 1, timeout_s=15.0)
     assert sorted(path.name for path in root.iterdir()) == ["svc"]
 
