@@ -39,7 +39,8 @@ import duckdb
 import pyarrow as pa
 
 from benchmarks._common import machine_note
-from benchmarks.correlator import CHUNK_LINES, generate
+from benchmarks.correlator import CHUNK_LINES
+from benchmarks.fleet import generate
 from correlator._schema import EVENTS_COLUMNS_DDL, events_table
 from correlator.model import IDENTIFIER_KEYS
 from correlator.sources.ndjson import parse_columns
