@@ -5,8 +5,11 @@ the identifiers bound in this context and the active span's ids. The full path s
 into a fresh dict of some fifteen keys, hands that dict to redaction (which skips them) and
 renders all of it. :class:`DirectLines` renders those fields once per change of what they
 come from (the bound identifiers' mapping, OpenTelemetry's context, the level) and, per call,
-only the time, the message and the call's own fields, then joins the pieces: the log call
-costs about half as much.
+only the time, the message and the call's own fields, then joins the pieces: a record costs
+1-2 µs less (a fifth of a log call). Rendering an envelope costs about as much as that, so
+the gain is for the records of long-lived bindings (a node agent's task, a worker's job);
+where each binding logs one to three records (a request's access line, say) it costs 1-3 µs
+more per binding (``benchmarks/RESULTS.md``, seventh session).
 
 It takes only *plain* records: the call's fields name nothing of the envelope, no identifier,
 no exception and no owner layer (those go through their processors on the full path), no
@@ -31,7 +34,12 @@ from agent_logging._redact import redact
 from agent_logging._render import MAX_LINE_BYTES, OPTIONS, fallback, rfc3339_ns_bytes
 from agent_logging._types import CONTEXT_KEYS, EventDict
 
-__all__ = ["NOT_PLAIN", "DirectLines"]
+__all__ = ["NOT_PLAIN", "DirectLines", "Envelope"]
+
+#: How many recent envelopes are kept (see DirectLines._pieces).
+_RECENT: Final = 4
+#: Most level heads kept (one per level name; the table is emptied when full).
+_MAX_HEADS: Final = 64
 
 dumps: Final = orjson.dumps
 
@@ -55,10 +63,10 @@ NOT_PLAIN: Final = frozenset(
 )
 
 
-class _Pieces:
+class Envelope:
     """The rendered envelope for one (bound identifiers, OpenTelemetry context, level)."""
 
-    __slots__ = ("bound", "context", "head", "key", "level", "middle", "tail")
+    __slots__ = ("_key", "bound", "context", "envelope", "head", "level", "middle", "tail")
 
     def __init__(
         self,
@@ -75,21 +83,44 @@ class _Pieces:
         # As the full path builds the record: the fixed fields, then the bound ones (a key of
         # both keeps its place and takes the bound value), then the span ids, in place when
         # the context bound them and after the call's fields otherwise.
-        envelope: EventDict = {"level": level, **fixed, **bound}
+        placed = {**fixed, **bound}
+        after: EventDict = {}
         if spans:
-            envelope = add_span_ids(None, level, envelope)
-        placed = {key: envelope[key] for key in (*fixed, *bound)}
-        after = {key: value for key, value in envelope.items() if key not in placed}
-        del after["level"]
-        #: ``{"ts":"`` ... ``","level":"info","event":``, around the time.
-        self.head = b'","level":' + dumps(level) + b',"event":'
+            for key, value in add_span_ids(None, level, {}).items():
+                if key in placed:
+                    placed[key] = value
+                else:
+                    after[key] = value
+        #: ``","level":"info","event":``, between the time and the message.
+        self.head = _heads.get(level) or _head(level)
         #: ``,"service":...`` up to the call's fields.
         self.middle = b"," + dumps(placed, default=fallback, option=OPTIONS)[1:-1]
         #: The span ids when they come after the call's fields, then the closing brace.
         self.tail = (
-            b"," + dumps(after, default=fallback, option=OPTIONS)[1:-1] if after else b""
-        ) + b"}"
-        self.key = stream_key(envelope)
+            b"," + dumps(after, default=fallback, option=OPTIONS)[1:-1] + b"}" if after else b"}"
+        )
+        #: What the stream key depends on (worked out when a sink first asks for it).
+        self.envelope = (placed, after)
+        self._key = -1
+
+    def key(self) -> int:
+        """The stream key of every record with this envelope (``stream_key``)."""
+        key = self._key
+        if key < 0:
+            placed, after = self.envelope
+            key = self._key = stream_key({"level": self.level, **placed, **after})
+        return key
+
+
+# ``","level":"info","event":`` by level name.
+_heads: dict[str, bytes] = {}
+
+
+def _head(level: str) -> bytes:
+    head = b'","level":' + dumps(level) + b',"event":'
+    if len(_heads) < _MAX_HEADS:
+        _heads[level] = head
+    return head
 
 
 class DirectLines:
@@ -106,11 +137,17 @@ class DirectLines:
             raise ValueError(f"not envelope fields: {sorted(set(fixed) - NOT_PLAIN)}")
         self._fixed: Final = dict(fixed)
         self._spans: Final = spans
-        # A stand-in no call matches: its bound mapping is nobody's.
-        self._last = _Pieces(MappingProxyType({}), None, "", {}, spans=False)
+        # The last record's pieces: one identity check on the common path. A stand-in no call
+        # matches at first (its bound mapping is nobody's).
+        self._last = Envelope(MappingProxyType({}), None, "", {}, spans=False)
+        # The last few envelopes, for the records of concurrent requests (threads, tasks)
+        # that take turns. A short list looked through is cheaper than a table: a table of
+        # every envelope seen cost more to keep than it saved where each request logs a few
+        # records (timed in benchmarks/RESULTS.md, seventh session).
+        self._recent: list[Envelope] = []
 
-    def line(self, level: str, ts_ns: int, fields: EventDict) -> tuple[bytes, int] | None:
-        """The line of a plain record and its stream key, or None for the full path.
+    def line(self, level: str, ts_ns: int, fields: EventDict) -> tuple[bytes, Envelope] | None:
+        """The line of a plain record and its envelope, or None for the full path.
 
         Args:
             level: the record's level name, as the full path renders it.
@@ -119,18 +156,17 @@ class DirectLines:
                 (the caller checks). Redacted in place; consumed when a line is returned.
 
         Returns:
-            ``(line, stream key)``; None when only the full path renders this record, with
-            ``fields`` as given apart from redaction.
+            ``(line, pieces)``, the stream key being ``pieces.key()``; None when only the
+            full path renders this record, with ``fields`` as given apart from redaction.
         """
         bound = _context.current()
         context = current_context()
         pieces = self._last
         if bound is not pieces.bound or context is not pieces.context or level is not pieces.level:
-            try:
-                pieces = _Pieces(bound, context, level, self._fixed, spans=self._spans)
-            except (TypeError, orjson.JSONEncodeError):
+            found = self._pieces(bound, context, level)
+            if found is None:
                 return None
-            self._last = pieces
+            pieces = self._last = found
         redact(None, level, fields)
         event = fields.pop("event", None)
         try:
@@ -153,4 +189,17 @@ class DirectLines:
         if len(line) > MAX_LINE_BYTES:
             fields["event"] = event  # the full path shrinks it
             return None
-        return line, pieces.key
+        return line, pieces
+
+    def _pieces(self, bound: Mapping[str, str], context: object, level: str) -> Envelope | None:
+        recent = self._recent
+        for pieces in recent:
+            if pieces.bound is bound and pieces.context is context and pieces.level is level:
+                return pieces
+        try:
+            pieces = Envelope(bound, context, level, self._fixed, spans=self._spans)
+        except (TypeError, orjson.JSONEncodeError):
+            return None
+        # The newest first; one list replaced whole, so threads read it safely.
+        self._recent = [pieces, *recent[: _RECENT - 1]]
+        return pieces

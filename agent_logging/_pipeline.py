@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Final, Protocol, cast
 
 from agent_logging import _context, _otel, _state
-from agent_logging._direct import NOT_PLAIN, DirectLines
+from agent_logging._direct import NOT_PLAIN, DirectLines, Envelope
 from agent_logging._processors import add_error, add_span_ids, check_call_site_ids
 from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
@@ -182,21 +182,31 @@ class Pipeline:
             self._fail("process", exc)
             return
         self.records += 1
-        self._deliver(ts_ns, line, record, event_dict, -1)
+        self._deliver(ts_ns, line, record, event_dict, None)
 
     def _deliver(
-        self, ts_ns: int, line: bytes, record: EventDict, call_fields: EventDict, key: int
+        self,
+        ts_ns: int,
+        line: bytes,
+        record: EventDict,
+        call_fields: EventDict,
+        envelope: Envelope | None,
     ) -> None:
-        """Hand a rendered record to every sink; ``key`` is its stream key, or -1 when it is
-        worked out here, if a sink takes it."""
+        """Hand a rendered record to every sink. Its stream key, if a sink takes it, is the
+        direct path's ``envelope.key()``, else worked out from ``record``."""
         sinks = self.sinks
         if sinks is not self._keyed_for:
             self._plan_sinks()
+        key = -1
         for sink, keyed in zip(sinks, self._keyed, strict=True):
             try:
                 if keyed:
                     if key < 0:
-                        key = self._stream_key(record, call_fields)
+                        key = (
+                            envelope.key()
+                            if envelope is not None
+                            else self._stream_key(record, call_fields)
+                        )
                     sink.write_keyed(ts_ns, line, record, key)  # type: ignore[attr-defined]
                 else:
                     sink.write(ts_ns, line, record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import datetime
 import uuid
@@ -133,16 +134,18 @@ def test_the_direct_line_is_the_full_paths_line(
     token = _context.set_ids({**ids, **(trace or {})})
     try:
         with _TRACER.start_as_current_span("s") if in_span else _nothing():
-            for pipeline in pipelines:
-                pipeline.handle(level, {"event": event, **copy.deepcopy(fields)}, ts_ns)
+            # Twice: the second record reuses the envelope the first one rendered.
+            for _ in range(2):
+                for pipeline in pipelines:
+                    pipeline.handle(level, {"event": event, **copy.deepcopy(fields)}, ts_ns)
     finally:
         _context.reset(token)
     assert [got[:3] for got in direct.got] == [got[:3] for got in full.got]
-    assert len(full.got) == 1
-    assert not full.got[0][3]  # a sink that needs the record gets it
+    assert len(full.got) == 2
+    assert not any(got[3] for got in full.got)  # a sink that needs the record gets it
     plain = NOT_PLAIN.isdisjoint(fields) and all(map(_simple, (event, *fields.values())))
     if plain:
-        assert direct.got[0][3], "a plain record went the full path"
+        assert direct.got[0][3] and direct.got[1][3], "a plain record went the full path"
     elif not NOT_PLAIN.isdisjoint(fields):
         assert not direct.got[0][3], "a record naming an envelope field went the direct path"
 
@@ -182,41 +185,68 @@ def _simple(value: object) -> bool:
 )
 def test_records_naming_the_envelope_take_the_full_path(fields: dict[str, Any]) -> None:
     sink = _LineSink()
-    _pipeline(sink).handle("info", {"event": "e", **fields}, 1_700_000_000_000_000_000)
-    assert not sink.got[0][3]
+    pipeline = _pipeline(sink)
+    for _ in range(2):
+        pipeline.handle("info", {"event": "e", **copy.deepcopy(fields)}, 1_700_000_000_000_000_000)
+    assert not any(direct for *_, direct in sink.got)
 
 
 def test_a_user_processor_or_a_sink_that_reads_the_record_turns_the_direct_path_off() -> None:
-    with_processor = _LineSink()
-    _pipeline(with_processor, processors=(lambda _l, _m, record: record,)).handle(
-        "info", {"event": "e"}
+    with_processor, mixed_line, mixed_record, plain = _LineSink(), _LineSink(), _Sink(), _LineSink()
+    pipelines = (
+        _pipeline(with_processor, processors=(lambda _l, _m, record: record,)),
+        Pipeline(
+            static={"service": "svc", "layer": "node", "env": "test"},
+            min_level=10,
+            sinks=(mixed_line, mixed_record),
+        ),
+        _pipeline(plain),
     )
-    mixed_line, mixed_record = _LineSink(), _Sink()
-    Pipeline(
-        static={"service": "svc", "layer": "node", "env": "test"},
-        min_level=10,
-        sinks=(mixed_line, mixed_record),
-    ).handle("info", {"event": "e"})
-    plain = _LineSink()
-    _pipeline(plain).handle("info", {"event": "e"})
-    assert not with_processor.got[0][3]
-    assert not mixed_line.got[0][3]
-    assert plain.got[0][3]
+    for pipeline in pipelines:
+        pipeline.handle("info", {"event": "e"})
+        pipeline.handle("info", {"event": "e"})
+    assert [direct for *_, direct in with_processor.got] == [False, False]
+    assert [direct for *_, direct in mixed_line.got] == [False, False]
+    assert [direct for *_, direct in plain.got] == [True, True]
+
+
+def test_concurrent_requests_taking_turns_keep_their_envelopes() -> None:
+    sink = _LineSink()
+    pipeline = _pipeline(sink)
+    requests = [contextvars.copy_context() for _ in range(3)]
+    for n, request in enumerate(requests):
+        request.run(_context.bind, correlation_id=f"c-{n}")
+    for _ in range(4):
+        for request in requests:
+            request.run(pipeline.handle, "info", {"event": "step"})
+    assert all(direct for *_, direct in sink.got)
+    got = [orjson.loads(line)["correlation_id"] for _, line, _, _ in sink.got]
+    assert got == ["c-0", "c-1", "c-2"] * 4
+    # Rendered once each, in the first round: later rounds find them among the recent ones.
+    recent = pipeline._direct._recent  # type: ignore[union-attr]
+    assert [envelope.bound["correlation_id"] for envelope in recent] == ["c-2", "c-1", "c-0"]
 
 
 def test_the_envelope_is_rendered_again_when_what_it_comes_from_changes() -> None:
     sink = _LineSink()
     pipeline = _pipeline(sink)
-    pipeline.handle("info", {"event": "before"})
+
+    def handle(level: str, event: str) -> None:
+        pipeline.handle(level, {"event": event}, 1_700_000_000_000_000_000)
+        pipeline.handle(level, {"event": event}, 1_700_000_000_000_000_000)  # reused
+
+    handle("info", "before")
     with _context.bound(allocation_id="a-1"):
-        pipeline.handle("info", {"event": "bound"})
+        handle("info", "bound")
         with _TRACER.start_as_current_span("s"):
-            pipeline.handle("info", {"event": "in span"})
-            pipeline.handle("error", {"event": "in span, error"})
-        pipeline.handle("info", {"event": "after span"})
-    pipeline.handle("info", {"event": "after"})
-    records = [orjson.loads(line) for _, line, _, _ in sink.got]
+            handle("info", "in span")
+            handle("error", "in span, error")
+        handle("info", "after span")
+    handle("info", "after")
     assert all(direct for *_, direct in sink.got)
+    assert [got[1] for got in sink.got[::2]] == [got[1] for got in sink.got[1::2]]
+    del sink.got[::2]
+    records = [orjson.loads(line) for _, line, _, _ in sink.got]
     assert [record.get("allocation_id") for record in records] == [None] + ["a-1"] * 4 + [None]
     assert [record["level"] for record in records] == ["info"] * 3 + ["error"] + ["info"] * 2
     assert ["span_id" in record for record in records] == [False, False, True, True, False, False]
