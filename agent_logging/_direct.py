@@ -5,11 +5,12 @@ the identifiers bound in this context and the active span's ids. The full path s
 into a fresh dict of some fifteen keys, hands that dict to redaction (which skips them) and
 renders all of it. :class:`DirectLines` renders those fields once per change of what they
 come from (the bound identifiers' mapping, OpenTelemetry's context, the level) and, per call,
-only the time, the message and the call's own fields, then joins the pieces: a record costs
-1-2 µs less (a fifth of a log call). Rendering an envelope costs about as much as that, so
-the gain is for the records of long-lived bindings (a node agent's task, a worker's job);
-where each binding logs one to three records (a request's access line, say) it costs 1-3 µs
-more per binding (``benchmarks/RESULTS.md``, seventh session).
+only the time, the message and the call's own fields, then joins the pieces. Under a
+long-lived binding (a node agent's task, a worker's job, a process's own identifiers) a
+record costs about a fifth less. Rendering an envelope costs about 3 µs, so where each binding
+logs few records it costs more: a binding with one record pays about 3 µs more, with three
+records about 0.8 µs more per record, with ten about the same (``python -m
+benchmarks.bindings``; figures in ``benchmarks/RESULTS.md``, seventh session).
 
 It takes only *plain* records: the call's fields name nothing of the envelope, no identifier,
 no exception and no owner layer (those go through their processors on the full path), no
