@@ -149,12 +149,6 @@ class LokiHTTPServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
 
-def _count_entries(headers: dict[str, str], body: bytes) -> int:
-    """Entries a push body decodes to, 0 when it does not decode (benchmarks.ship uses it)."""
-    decoded = _decode(headers, body)
-    return decoded.entry_count() if isinstance(decoded, DecodedPush) else 0
-
-
 def _decode(headers: dict[str, str], body: bytes) -> DecodedPush | ValueError:
     try:
         return decode_push(headers, body)

@@ -353,10 +353,3 @@ def test_the_distributors_caches_restart_when_full(monkeypatch: pytest.MonkeyPat
     assert isinstance(label_set, LabelSet)
     assert list(label_set.outcomes) == [(("id", "2"), ("level", "info"))]
     assert list(distributor._metadata_ok) == [(("id", "2"), ("level", "info"))]
-
-
-def test_count_entries_decodes_a_body_or_gives_zero() -> None:
-    headers = {"content-type": "application/x-protobuf"}
-    body = encode_protobuf_push([PushStream('{a="b"}', (PushEntry(1, "x"), PushEntry(2, "y")))])
-    assert _http._count_entries(headers, body) == 2
-    assert _http._count_entries(headers, b"\xff\xff\xff") == 0

@@ -327,6 +327,17 @@ def test_requests_are_recorded(
     )
 
 
+def test_a_push_that_does_not_decode_is_recorded_with_no_entries(
+    post: Post, make_loki: Callable[..., LokiServer]
+) -> None:
+    loki = make_loki(**PLAIN)
+    entries = (PushEntry(NOW_NS, "x"), PushEntry(NOW_NS + 1, "y"))
+    body = encode_protobuf_push([PushStream('{a="b"}', entries)])
+    assert post(loki, body, PROTO).status_code == 204  # snappy-compressed already
+    assert post(loki, b"\xff\xff\xff", PROTO).status_code == 400
+    assert [(r.status, r.entries_in_body) for r in loki.requests] == [(204, 2), (400, 0)]
+
+
 def test_keep_alive_connection_serves_many_requests(loki: LokiServer) -> None:
     with httpx.Client(base_url=loki.url) as client:
         statuses = [client.get("/ready").status_code for _ in range(3)]
