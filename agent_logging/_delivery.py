@@ -216,8 +216,7 @@ class BatchDelivery:
             if result.outcome == "reject":
                 with self._stats_lock:
                     self._last_status = result.status
-                    self._last_error = result.reason
-                    self._last_error_unix_s = self._wall_clock()
+                    self._set_last_error(result.reason)
                 if high - low > 1:
                     middle = (low + high) // 2
                     pending[-1] = (middle, high)
@@ -339,6 +338,11 @@ class BatchDelivery:
         except Exception as exc:  # noqa: BLE001 - shipping goes on; the failure is reported
             self._report(f"spool sync failed: {type(exc).__name__}: {exc}", "sync")
 
+    def _set_last_error(self, reason: str | None) -> None:
+        """The last error and when it happened, together (the stats lock is held)."""
+        self._last_error = reason
+        self._last_error_unix_s = self._wall_clock()
+
     def _note_success(self, result: PushResult, records: int, payload_bytes: int) -> None:
         with self._stats_lock:
             self._batches_sent += 1
@@ -356,8 +360,7 @@ class BatchDelivery:
         with self._stats_lock:
             self._retried += 1
             self._last_status = result.status
-            self._last_error = result.reason
-            self._last_error_unix_s = self._wall_clock()
+            self._set_last_error(result.reason)
         if limit < self._max_batch_bytes:
             # Read by the loop and the peeks; an int, so a racing read sees one or the other.
             self._max_batch_bytes = limit
@@ -372,8 +375,7 @@ class BatchDelivery:
         with self._stats_lock:
             self._retried += 1
             self._consecutive_failures += 1
-            self._last_error = result.reason if result is not None else message
-            self._last_error_unix_s = self._wall_clock()
+            self._set_last_error(result.reason if result is not None else message)
             if result is not None:
                 self._last_status = result.status
         self._report(message, _reason_key(result) if result is not None else key)

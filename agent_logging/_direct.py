@@ -32,7 +32,7 @@ from agent_logging import _context
 from agent_logging._processors import add_span_ids, current_context
 from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
-from agent_logging._render import MAX_LINE_BYTES, OPTIONS, fallback, rfc3339_ns_bytes
+from agent_logging._render import MAX_LINE_BYTES, OPTIONS, fallback, rfc3339_ns
 from agent_logging._types import CONTEXT_KEYS, EventDict
 
 __all__ = ["NOT_PLAIN", "DirectLines", "Envelope"]
@@ -42,7 +42,7 @@ _RECENT: Final = 4
 #: Most level heads kept (one per level name; the table is emptied when full).
 _MAX_HEADS: Final = 64
 
-dumps: Final = orjson.dumps
+_dumps: Final = orjson.dumps
 
 #: Call-site fields that make a record not plain: the envelope (``ts``, ``level``, the
 #: service's), identifiers and span ids, what the error processor reads, what a stream key
@@ -95,10 +95,10 @@ class Envelope:
         #: ``","level":"info","event":``, between the time and the message.
         self.head = _heads.get(level) or _head(level)
         #: ``,"service":...`` up to the call's fields.
-        self.middle = b"," + dumps(placed, default=fallback, option=OPTIONS)[1:-1]
+        self.middle = b"," + _dumps(placed, default=fallback, option=OPTIONS)[1:-1]
         #: The span ids when they come after the call's fields, then the closing brace.
         self.tail = (
-            b"," + dumps(after, default=fallback, option=OPTIONS)[1:-1] + b"}" if after else b"}"
+            b"," + _dumps(after, default=fallback, option=OPTIONS)[1:-1] + b"}" if after else b"}"
         )
         #: What the stream key depends on (worked out when a sink first asks for it).
         self.envelope = (placed, after)
@@ -118,7 +118,7 @@ _heads: dict[str, bytes] = {}
 
 
 def _head(level: str) -> bytes:
-    head = b'","level":' + dumps(level) + b',"event":'
+    head = b'","level":' + _dumps(level) + b',"event":'
     if len(_heads) < _MAX_HEADS:
         _heads[level] = head
     return head
@@ -171,15 +171,15 @@ class DirectLines:
         redact(None, level, fields)
         event = fields.pop("event", None)
         try:
-            message = dumps(event, default=fallback, option=OPTIONS)
-            own = dumps(fields, default=fallback, option=OPTIONS) if fields else b""
+            message = _dumps(event, default=fallback, option=OPTIONS)
+            own = _dumps(fields, default=fallback, option=OPTIONS) if fields else b""
         except (TypeError, orjson.JSONEncodeError):
             fields["event"] = event  # the full path renders what orjson refuses
             return None
         line = b"".join(
             (
                 b'{"ts":"',
-                rfc3339_ns_bytes(ts_ns),
+                rfc3339_ns(ts_ns).encode(),
                 pieces.head,
                 message,
                 pieces.middle,

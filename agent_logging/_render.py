@@ -23,7 +23,6 @@ __all__ = [
     "fallback",
     "render",
     "rfc3339_ns",
-    "rfc3339_ns_bytes",
 ]
 
 #: Loki refuses lines over 256 KB (``max_line_size``); a record is shrunk to fit below it.
@@ -55,23 +54,6 @@ def rfc3339_ns(ts_ns: int) -> str:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(ts_ns // 1_000_000_000))
         cached = _second_prefix = (digits[:-9], stamp)
     return cached[1] + digits[-9:] + "Z"
-
-
-# rfc3339_ns_bytes' cache: a second, and its text up to the dot.
-_second_bytes: tuple[int, bytes] = (-1, b"")
-
-
-def rfc3339_ns_bytes(ts_ns: int) -> bytes:
-    """:func:`rfc3339_ns` as ASCII bytes, for lines joined from pieces."""
-    global _second_bytes
-    second, nanos = divmod(ts_ns, 1_000_000_000)
-    cached = _second_bytes
-    if second != cached[0]:
-        if ts_ns < 1_000_000_000:
-            return rfc3339_ns(ts_ns).encode()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)).encode()
-        cached = _second_bytes = (second, stamp)
-    return cached[1] + b"%09dZ" % nanos
 
 
 def fallback(value: object) -> object:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import datetime
@@ -133,7 +134,7 @@ def test_the_direct_line_is_the_full_paths_line(
     pipelines = (_pipeline(direct), _pipeline(full))
     token = _context.set_ids({**ids, **(trace or {})})
     try:
-        with _TRACER.start_as_current_span("s") if in_span else _nothing():
+        with _TRACER.start_as_current_span("s") if in_span else contextlib.nullcontext():
             # Twice: the second record reuses the envelope the first one rendered.
             for _ in range(2):
                 for pipeline in pipelines:
@@ -148,14 +149,6 @@ def test_the_direct_line_is_the_full_paths_line(
         assert direct.got[0][3] and direct.got[1][3], "a plain record went the full path"
     elif not NOT_PLAIN.isdisjoint(fields):
         assert not direct.got[0][3], "a record naming an envelope field went the direct path"
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _simple(value: object) -> bool:
