@@ -14,10 +14,12 @@ Writing. :meth:`Spool.append` frames the record (header, CRC32, the record's own
 its stream key, see ``_framing``) and copies it, under one lock, into a shared mapping of the
 active segment file (``_writer``: preallocated, in the page cache, no system call, so the call
 never releases the GIL), so a returned call survives a SIGKILL of the process; only power loss
-needs the fsync policy. It never touches the network and never raises on a full spool or a
-failed write: it returns False and counts. An append that needs a new segment or more room
-takes the slow path of ``_spool_cap``. Files are created 0600 and the directory 0700: records
-are redacted, but they are still operational detail.
+needs the fsync policy. On a filesystem that cannot map the file, each frame is written with
+one ``pwrite`` instead (:attr:`Spool.unmapped_reason` says why): as durable, and slower. An
+append never touches the network and never raises on a full spool or a failed write: it
+returns False and counts. An append that needs a new segment or more room takes the slow path
+of ``_spool_cap``. Files are created 0600 and the directory 0700: records are redacted, but
+they are still operational detail.
 
 Replay. On open, the spool takes stock of the segments a previous run left
 (``_segments.take_stock``: counted, damage skipped and counted, finished segments deleted).
@@ -216,9 +218,13 @@ class Spool:
                 active = self._active
             writer = self._writer
             start = active.size
+            mapping = writer.mapping
             try:
-                writer.mapping[start : start + size] = frame  # type: ignore[index]
-            except (TypeError, ValueError, IndexError):  # closed under us: a bug, counted
+                if mapping is not None:
+                    mapping[start : start + size] = frame
+                else:  # a filesystem that cannot map the segment (``_writer``)
+                    writer.write_unmapped(start, frame)
+            except (ValueError, IndexError, OSError):  # a failed write, or a bug: counted
                 write_failed(self)
                 return False
             active.size = end = start + size
@@ -283,6 +289,12 @@ class Spool:
         _spool_reading.ack(self, batch)
 
     # -- state ---------------------------------------------------------------------------
+
+    @property
+    def unmapped_reason(self) -> str | None:
+        """Why the active segment is written with ``pwrite`` instead of through a shared
+        mapping (a filesystem that cannot map it, see ``_writer``); None when it is mapped."""
+        return self._writer.unmapped_reason
 
     def pending_bytes(self) -> int:
         """Unacknowledged framed bytes: what :attr:`wake` compares with :attr:`wake_bytes`.

@@ -17,6 +17,14 @@ Memory. Written pages of a shared mapping count in the process's RSS until unmap
 writer, every ``RELEASE_BYTES``, ``MADV_DONTNEED`` drops them from this process only (the data,
 dirty or not, stays in the page cache, and a read of the mapping faults it back in).
 
+Without a mapping. Some filesystems cannot map a file shared and writable (FUSE filesystems
+that bypass the page cache, some network filesystems: ``mmap`` fails with ENODEV or EINVAL).
+There the writer keeps the descriptor only (:attr:`mapping` is None, :attr:`unmapped_reason`
+says why) and the spool writes each frame with one ``os.pwrite``: a returned call still means
+the record is in the kernel's hands, so a kill loses nothing, but every log call makes a
+system call, with the GIL hand-over that costs beside a busy thread (see above). Readers of
+such a segment use ``pread`` (they get no mapping from the spool either).
+
 Sealing unmaps the file and cuts it back to its content; in a forked child, :meth:`forget`
 drops this process's mapping and descriptor without touching the file the parent writes.
 """
@@ -24,6 +32,7 @@ drops this process's mapping and descriptor without touching the file the parent
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 from pathlib import Path
@@ -49,26 +58,47 @@ class SegmentWriter:
             left behind.
     """
 
-    __slots__ = ("_released", "capacity", "fd", "mapping", "release_at")
+    __slots__ = ("_released", "capacity", "fd", "mapping", "release_at", "unmapped_reason")
 
     def __init__(self, path: Path, capacity: int) -> None:
         fd = os.open(path, _OPEN_NEW, 0o600)
-        step = f"allocate {capacity:,} bytes on disk for"
         try:
             os.posix_fallocate(fd, 0, capacity)
-            step = "map (shared, writable)"
-            mapping = mmap.mmap(fd, capacity)
         except OSError as exc:
             os.close(fd)
             unlink(path)
-            # The bare errno ("No such device") would not say which step failed; a spool
-            # needs both, on a local filesystem such as ext4, xfs, btrfs or tmpfs.
-            raise OSError(exc.errno, f"cannot {step} {path}: {exc.strerror or exc}") from exc
+            # The bare errno ("No space left on device") would not say what was asked.
+            raise OSError(
+                exc.errno,
+                f"cannot allocate {capacity:,} bytes on disk for {path}: {exc.strerror or exc}",
+            ) from exc
+        self.unmapped_reason: str | None = None
+        try:
+            self.mapping: mmap.mmap | None = mmap.mmap(fd, capacity)
+        except OSError as exc:  # a filesystem that cannot map it: one pwrite per record
+            self.mapping = None
+            self.unmapped_reason = f"cannot map {path} shared and writable: {exc.strerror or exc}"
         self.fd = fd
-        self.mapping: mmap.mmap | None = mapping
         self.capacity = capacity
         self.release_at = RELEASE_BYTES
         self._released = 0
+
+    def write_unmapped(self, start: int, frame: bytes) -> None:
+        """Write ``frame`` at ``start`` with ``os.pwrite``: the writer has no mapping.
+
+        Raises:
+            ValueError: the writer is sealed.
+            OSError: the write failed; part of the frame may be on disk, where the next write
+                at ``start`` replaces it (or replay finds a torn tail, skipped and counted).
+        """
+        if self.fd < 0:
+            raise ValueError(f"segment writer is sealed (fd {self.fd})")
+        view = memoryview(frame)
+        while view:  # a regular file takes it whole unless the disk fills; loop regardless
+            written = os.pwrite(self.fd, view, start)
+            if written <= 0:
+                raise OSError(errno.EIO, f"pwrite of {len(view)} bytes wrote nothing")
+            view, start = view[written:], start + written
 
     def release_behind(self, end: int) -> None:
         """Give back the mapping's pages below ``end`` (the spool's lock held)."""

@@ -390,20 +390,76 @@ def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
         assert spool.stats().appended == 3
 
 
-def test_a_spool_on_a_filesystem_that_cannot_map_it_fails_to_open_saying_so(
-    directory: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def unmappable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filesystem that cannot map a file shared and writable (``mmap`` says ENODEV)."""
+
     def no_mapping(fd: int, length: int) -> mmap.mmap:
         raise OSError(errno.ENODEV, "No such device")
 
     monkeypatch.setattr(mmap, "mmap", no_mapping)
-    message = (
-        rf"cannot open spool {re.escape(str(directory))}: \[Errno 19\] cannot map \(shared, "
-        r"writable\) .*seg-[0-9]+\.spool: No such device$"
-    )
-    with pytest.raises(SpoolError, match=message):
-        Spool.open(directory)
-    assert segment_names(directory) == []  # no half-made segment left behind
+
+
+@pytest.mark.usefixtures("unmappable")
+def test_a_spool_on_a_filesystem_that_cannot_map_it_writes_with_pwrite(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[int] = []
+    real_pwrite = os.pwrite
+
+    def counting(fd: int, data: Any, offset: int) -> int:
+        if Path(f"/proc/self/fd/{fd}").resolve().name.startswith("seg-"):
+            writes.append(offset)
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", counting)
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        assert spool.unmapped_reason is not None
+        assert re.fullmatch(
+            r"cannot map .*seg-[0-9]+\.spool shared and writable: No such device",
+            spool.unmapped_reason,
+        )
+        fill(spool, range(5))  # three segments: two sealed, one active
+        assert writes == [0, FRAME] * 2 + [0]  # one pwrite per record, at its offset
+        batch = spool.peek_batch()
+        assert batch is not None
+        spool.ack(batch)
+        assert [r.payload for r in batch.records] == [rec(0), rec(1)]
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        assert drain(spool) == [rec(n) for n in range(2, 5)]
+        assert (spool.stats().torn, spool.stats().corrupt, spool.stats().write_errors) == (0, 0, 0)
+
+
+@pytest.mark.usefixtures("unmappable")
+def test_a_failed_pwrite_is_counted_and_the_next_append_recovers(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_pwrite = os.pwrite
+    failures = [OSError(errno.EIO, "Input/output error")]
+
+    def failing_once(fd: int, data: Any, offset: int) -> int:
+        if failures:
+            real_pwrite(fd, bytes(data)[:10], offset)  # part of the frame reached the disk
+            raise failures.pop()
+        return real_pwrite(fd, data, offset)
+
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        fill(spool, range(1))
+        monkeypatch.setattr(os, "pwrite", failing_once)
+        assert spool.append(1001, rec(1)) is False
+        assert (spool.stats().write_errors, spool.stats().dropped) == (1, 0)
+        assert spool.append(1002, rec(2)) is True  # on a fresh segment
+        assert drain(spool) == [rec(0), rec(2)]
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        assert drain(spool) == []  # the partial frame was never counted, nor replayed
+
+
+@pytest.mark.usefixtures("unmappable")
+def test_a_sealed_unmapped_writer_refuses_to_write(directory: Path) -> None:
+    with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
+        writer = spool._writer
+    with pytest.raises(ValueError, match="sealed"):
+        writer.write_unmapped(0, b"x")
 
 
 def test_a_full_disk_names_the_allocation_that_failed(
@@ -626,12 +682,18 @@ def test_read_all_reads_unacked_records_without_the_lock(directory: Path) -> Non
 
 
 @pytest.mark.integration
-def test_records_survive_sigkill_of_the_writer(directory: Path) -> None:
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "pwrite"])
+def test_records_survive_sigkill_of_the_writer(directory: Path, mapped: bool) -> None:
     script = textwrap.dedent(
         f"""
-        import os, signal
+        import errno, mmap, os, signal
         from agent_logging._spool import Spool
+        def no_mapping(fd, length):
+            raise OSError(errno.ENODEV, "No such device")
+        if not {mapped}:
+            mmap.mmap = no_mapping
         spool = Spool.open({str(directory)!r}, fsync="never")
+        assert (spool.unmapped_reason is None) is {mapped}
         for n in range(2000):
             spool.append(1000 + n, b'{{"n":%04d}}' % n)
         os.kill(os.getpid(), signal.SIGKILL)
