@@ -113,7 +113,8 @@ def parse(
 
     Yields:
         An :class:`Event` per record, a :class:`Reject` per unreadable line; blank lines are
-        skipped.
+        skipped. An integer past 64 bits is in the event's ``attrs`` as its decimal text
+        (:mod:`~correlator.sources._record` says why and how).
     """
     for item in _rows(lines, origin, default_layer, source, start_line, False):
         if type(item) is tuple:
@@ -154,8 +155,9 @@ def parse_columns(
     """Read record-schema JSON lines straight into columns, for the store's bulk insert.
 
     The same mapping as :func:`parse`, without building an :class:`Event` per line. ``attrs``
-    is rendered as JSON text (None when empty), as the ``events`` table stores it. Everything
-    is held in memory: call it per batch of lines.
+    is rendered as JSON text (None when empty), as the ``events`` table stores it, an integer
+    past 64 bits as a JSON string of its digits. Everything is held in memory: call it per
+    batch of lines.
 
     Args:
         lines: raw lines without their ``\\n``.

@@ -12,7 +12,8 @@ Required: ``ts`` (RFC 3339), ``entity_kind``, ``entity_id`` (text or integer) an
 state (``to``; also read as ``to_state``, ``state_to`` or ``state``). Optional: the previous
 state (``from``, ``from_state`` or ``state_from``), ``attributes`` (or ``attrs``: an object),
 the five identifiers, ``service``. Every other field is kept in ``attrs`` beside the
-attributes.
+attributes. An integer past 64 bits, in a line or in the audit table's ``jsonb``, is kept as
+its decimal text, as the ``ndjson`` adapter keeps it (:mod:`~correlator.sources._integers`).
 
 Each transition becomes one event of layer ``workflow``: level ``error`` when the new state is
 a failure (``failed``, ``error`` or ``*_failed``), ``warning`` when the entity is fenced with
@@ -39,6 +40,7 @@ import orjson
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
 from correlator.sources._fields import take_id
+from correlator.sources._integers import exact, wide_as_text
 from correlator.sources._lines import excerpt, iter_lines
 from correlator.sources._time import (
     MAX_NS,
@@ -244,7 +246,11 @@ def parse(lines: Iterable[bytes], origin: str) -> Iterator[Event | Reject]:
             yield Reject(_SOURCE, origin, line_no, reason, excerpt(data))
             continue
         event = transition_event(
-            fields, raw=text, digest=content_hash(_SOURCE, data), origin=origin, line_no=line_no
+            exact(fields, data),
+            raw=text,
+            digest=content_hash(_SOURCE, data),
+            origin=origin,
+            line_no=line_no,
         )
         if isinstance(event, str):
             yield Reject(_SOURCE, origin, line_no, event, excerpt(data))
@@ -378,6 +384,9 @@ def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reje
     if ts_ns is not None:
         fields["ts"] = format_rfc3339_ns(ts_ns)
     fields.setdefault("entity_kind", "allocation")
+    # psycopg reads jsonb with the stdlib's parser, which keeps integers past 64 bits; orjson
+    # cannot write them (default= is not asked about integers).
+    fields = wide_as_text(fields)
     # The row as canonical JSON is its raw evidence: the same row read again hashes the same.
     raw_bytes = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
     raw = raw_bytes.decode()

@@ -126,6 +126,32 @@ def test_timeline_json_and_html(
     )
 
 
+def test_the_timeline_shows_every_digit_of_an_integer_past_64_bits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wide = "123456789012345678901234567890"  # orjson alone reads 1.2345678901234568e+29
+    evidence = tmp_path / "agent.jsonl"
+    evidence.write_text(
+        '{"ts":"2026-11-22T13:11:19Z","layer":"node","event":"task claimed",'
+        f'"allocation_id":"a-1","job_seq":{wide},"parts":[-9223372036854775809],'
+        '"ceiling":18446744073709551615}\n'
+    )
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)]) == 0
+
+    assert main(["--db", db, "timeline", "--id", "allocation_id=a-1", "--json"]) == 0
+
+    (event,) = orjson.loads(capsys.readouterr().out)["events"]
+    assert event["attrs"] == {
+        "job_seq": wide,
+        "parts": ["-9223372036854775809"],
+        "ceiling": 18446744073709551615,
+    }
+    assert main(["--db", db, "ingest", "--source", "agent", "--quiet", str(evidence)]) == 0
+    with Store(db, read_only=True) as store:
+        assert store.count() == 1  # the same line again is the same event
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [

@@ -127,6 +127,28 @@ def test_default_layer_fills_in() -> None:
     ]
 
 
+def test_a_record_keeps_every_digit_of_an_integer_past_64_bits() -> None:
+    wide = "123456789012345678901234567890"  # orjson alone reads 1.2345678901234568e+29
+    line = (
+        f'{{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"e","node_id":{wide},'
+        f'"job":{{"seq":{wide},"max":18446744073709551615}}}}'
+    )
+    body = streams_body((API, [(T0, line)]))
+    client = mock_client(lambda request: httpx.Response(200, content=body))
+
+    (item,) = fetch(client, '{a="b"}', start_ns=T0, end_ns=T0 + 1)
+
+    assert isinstance(item, Event)
+    assert (item.node_id, item.raw, item.hash) == (
+        wide,
+        line,
+        content_hash("loki", f"{T0}\n{line}".encode()),
+    )
+    assert orjson.dumps(item.attrs).decode() == (
+        f'{{"job":{{"seq":"{wide}","max":18446744073709551615}}}}'
+    )
+
+
 def test_lines_that_only_look_like_records_and_oversized_lines() -> None:
     huge = "x" * 1_048_577
     body = streams_body(

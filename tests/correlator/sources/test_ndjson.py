@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +334,115 @@ def test_field_mapping(record: dict[str, Any], columns: dict[str, Any]) -> None:
     assert {name: getattr(item, name) for name in columns} == columns
 
 
+WIDE = "123456789012345678901234567890"  # past 64 bits: orjson reads it as 1.2345678901234568e+29
+HEX_PROBLEM = "must be 32 lower-case hex digits, not all zero (W3C trace-context)"
+SPAN_PROBLEM = "must be 16 lower-case hex digits, not all zero (W3C trace-context)"
+
+
+def read_both_ways(line: bytes) -> dict[str, Any]:
+    """The row of one good line, as :func:`parse` and :func:`parse_columns` agree it is (attrs
+    as JSON text)."""
+    (item,) = read(line)
+    assert isinstance(item, Event)
+    columns, rejects = parse_columns([line], ORIGIN)
+    assert rejects == []
+    row = {name: values[0] for name, values in columns.items()}
+    attrs = orjson.dumps(item.attrs).decode() if item.attrs else None
+    assert {name: getattr(item, name) for name in EVENT_COLUMNS} | {"attrs": attrs} == row
+    return row
+
+
+@pytest.mark.parametrize(
+    ("fields", "attrs"),
+    [
+        # Past 64 bits, either way: the decimal text, every digit.
+        (f'"job_seq":{WIDE}', f'{{"job_seq":"{WIDE}"}}'),
+        ('"job_seq":-9223372036854775809', '{"job_seq":"-9223372036854775809"}'),
+        ('"job_seq":18446744073709551616', '{"job_seq":"18446744073709551616"}'),
+        # Inside an object and a list, beside numbers that stay numbers.
+        (
+            f'"job":{{"seq":{WIDE},"parts":[1,{WIDE},2.5]}}',
+            f'{{"job":{{"seq":"{WIDE}","parts":[1,"{WIDE}",2.5]}}}}',
+        ),
+        # The ends of what orjson holds stay numbers; so do large floats, and text with "e+".
+        ('"u64_max":18446744073709551615', '{"u64_max":18446744073709551615}'),
+        ('"i64_min":-9223372036854775808', '{"i64_min":-9223372036854775808}'),
+        ('"big":1.5e+300,"seq":1e+20', '{"big":1.5e+300,"seq":1e+20}'),
+        ('"note":"one+two 1e+29"', '{"note":"one+two 1e+29"}'),
+        # A large float beside a wide integer: both as they are.
+        (f'"big":1.5e+300,"seq":{WIDE}', f'{{"big":1.5e+300,"seq":"{WIDE}"}}'),
+        # Fields the mapping leaves in attrs.
+        (f'"level":{WIDE},"status":{WIDE}', f'{{"level":"{WIDE}","status":"{WIDE}"}}'),
+        (f'"error":{{"type":"E","code":{WIDE}}}', f'{{"error":{{"code":"{WIDE}"}}}}'),
+    ],
+)
+def test_integers_past_64_bits_keep_every_digit_in_attrs(fields: str, attrs: str) -> None:
+    line = b'{"ts":"2026-11-22T13:11:19Z","layer":"db",%s}' % fields.encode()
+
+    assert read_both_ways(line)["attrs"] == attrs
+
+
+@pytest.mark.parametrize(
+    ("fields", "columns"),
+    [
+        # An integer identifier is taken as its text, however long.
+        (f'"node_id":{WIDE}', {"node_id": WIDE, "attrs": None}),
+        (f'"entity_id":{WIDE}', {"entity_id": WIDE, "attrs": None}),
+        (f'"event":{WIDE}', {"message": WIDE, "attrs": None}),
+        (f'"event":{{"seq":{WIDE}}}', {"message": f'{{"seq":"{WIDE}"}}', "attrs": None}),
+        # Never a trace id, though its reason is now about hex digits, not floats.
+        (
+            f'"trace_id":{WIDE}',
+            {"trace_id": None, "attrs": f'{{"rejected_ids":{{"trace_id":"{HEX_PROBLEM}"}}}}'},
+        ),
+        (
+            f'"span_id":{WIDE}',
+            {"span_id": None, "attrs": f'{{"rejected_ids":{{"span_id":"{SPAN_PROBLEM}"}}}}'},
+        ),
+    ],
+)
+def test_integers_past_64_bits_in_columns(fields: str, columns: dict[str, Any]) -> None:
+    line = b'{"ts":"2026-11-22T13:11:19Z","layer":"db",%s}' % fields.encode()
+
+    row = read_both_ways(line)
+
+    assert {name: row[name] for name in columns} == columns
+
+
+@pytest.mark.parametrize(
+    ("levels", "node_id", "rejected"),
+    [
+        # Too deep for orjson to write (254 levels), so the dict path cannot look at it.
+        (300, b"7", None),
+        # Too deep for the stdlib parser (near 1,000 levels; orjson reads 1,024).
+        (1000, WIDE.encode(), {"node_id": "must be a string, got float"}),
+    ],
+)
+def test_a_line_too_deep_to_look_at_or_read_again_keeps_orjsons_reading(
+    levels: int, node_id: bytes, rejected: dict[str, str] | None
+) -> None:
+    deep = b"[" * levels + b"]" * levels
+    line = b'{"ts":"2026-11-22T13:11:19Z","layer":"db","node_id":%s,"x":%s}' % (node_id, deep)
+
+    (item,) = read(line)
+
+    assert isinstance(item, Event)
+    assert item.attrs.get("rejected_ids") == rejected
+    nested, depth = item.attrs["x"], 1  # every level kept (== would recurse too deep)
+    while nested:
+        (nested,) = nested
+        depth += 1
+    assert depth == levels
+
+
+def test_a_wide_integer_changes_neither_raw_nor_hash() -> None:
+    line = b'{"ts":"2026-11-22T13:11:19Z","layer":"db","seq":%s}' % WIDE.encode()
+
+    row = read_both_ways(line)
+
+    assert (row["raw"], row["hash"]) == (line.decode(), content_hash("ndjson", line))
+
+
 @pytest.mark.parametrize(
     ("word", "level"),
     [
@@ -480,6 +590,41 @@ def test_columns_agree_with_events(lines: list[bytes]) -> None:
     assert rejects == [e for e in events if isinstance(e, Reject)]
     for row in rows:
         assert row.hash == content_hash("ndjson", row.raw)
+
+
+#: JSON values with integers of any size (the stdlib writes those orjson cannot).
+WIDE_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**40), 10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def digits_past_64_bits(value: Any) -> Any:
+    """``value`` with each integer orjson cannot hold written as its decimal text."""
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        return str(value)
+    if isinstance(value, dict):
+        return {key: digits_past_64_bits(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [digits_past_64_bits(item) for item in value]
+    return value
+
+
+@settings(max_examples=200)
+@given(WIDE_JSON_VALUES)
+def test_any_integer_is_exact_in_attrs(value: Any) -> None:
+    line = json.dumps({"ts": "2026-11-22T13:11:19Z", "layer": "db", "extra": value}).encode()
+
+    attrs = read_both_ways(line)["attrs"]
+
+    assert attrs == orjson.dumps({"extra": digits_past_64_bits(value)}).decode()
 
 
 @given(st.lists(st.binary(max_size=60), max_size=10))

@@ -196,6 +196,54 @@ def test_hostile_identifiers_are_dropped_not_stored() -> None:
     }
 
 
+WIDE = "123456789012345678901234567890"  # past 64 bits: orjson reads it as 1.2345678901234568e+29
+
+
+@pytest.mark.parametrize(
+    ("fields", "entity_id", "attrs"),
+    [
+        (
+            f'"entity_id":"a-9","attributes":{{"job_seq":{WIDE},"n":-9223372036854775809}}',
+            "a-9",
+            {"job_seq": WIDE, "n": "-9223372036854775809"},
+        ),
+        (f'"entity_id":{WIDE},"step":[{WIDE}]', WIDE, {"step": [WIDE]}),
+        # The ends of what orjson holds stay numbers, large floats floats.
+        (
+            '"entity_id":"a-9","u":18446744073709551615,"i":-9223372036854775808,"f":1.5e+300',
+            "a-9",
+            {"u": 18446744073709551615, "i": -9223372036854775808, "f": 1.5e300},
+        ),
+    ],
+)
+def test_integers_past_64_bits_keep_every_digit(
+    fields: str, entity_id: str, attrs: dict[str, Any]
+) -> None:
+    line = b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"job","to":"done",%s}' % fields.encode()
+
+    (item,) = parse([line], ORIGIN)
+
+    assert isinstance(item, Event)
+    assert (item.entity_id, orjson.dumps(item.attrs)) == (entity_id, orjson.dumps(attrs))
+    assert item.hash == content_hash("workflow", line)
+
+
+def test_an_audit_row_with_an_integer_past_64_bits_in_its_jsonb() -> None:
+    # psycopg reads jsonb with the stdlib's json, which keeps the integer whole.
+    attributes = {"job_seq": int(WIDE), "small": 7}
+    fields = {"ts": datetime(2026, 11, 22, 13, 11, 19, tzinfo=UTC), "entity_id": "a-9"}
+    fields |= {"to_state": "requested", "attributes": attributes}
+
+    event = _row_event(fields, "postgresql:audit", 1)
+
+    assert isinstance(event, Event)
+    assert event.attrs == {"job_seq": WIDE, "small": 7}
+    assert event.raw == (
+        f'{{"attributes":{{"job_seq":"{WIDE}","small":7}},"entity_id":"a-9",'
+        '"entity_kind":"allocation","to_state":"requested","ts":"2026-11-22T13:11:19.000000000Z"}'
+    )
+
+
 @pytest.mark.parametrize(
     ("state", "occupancy", "level", "owner"),
     [
@@ -424,6 +472,26 @@ def test_read_audit_table(postgres_dsn: str, audit_table: str) -> None:
     # Reading again gives the same hashes: re-ingesting adds nothing.
     again = list(read_audit_table(postgres_dsn, table=audit_table))
     assert [getattr(i, "hash", None) for i in again] == [getattr(i, "hash", None) for i in items]
+
+
+@pytest.mark.integration
+def test_an_integer_past_64_bits_in_jsonb_keeps_every_digit(postgres_dsn: str) -> None:
+    table = f"audit_{uuid.uuid4().hex[:12]}"
+    with connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(AUDIT_DDL.format(table=table))
+        conn.execute(
+            f"INSERT INTO {table} (ts, entity_kind, entity_id, to_state, attributes) "  # noqa: S608
+            "VALUES ('2026-11-22T13:11:19Z', 'allocation', 'a-9', 'requested', "
+            f"'{{\"job_seq\": {WIDE}}}')"
+        )
+    try:
+        (item,) = read_audit_table(postgres_dsn, table=table)
+    finally:
+        with connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {table}")
+
+    assert isinstance(item, Event)
+    assert item.attrs == {"job_seq": WIDE}
 
 
 @pytest.fixture
