@@ -95,8 +95,33 @@ Row = tuple[Any, ...]
 
 
 def _clip(value: object) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    try:
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return f"a value nested deeper than {MAX_DEPTH} levels"
     return repr(text if len(text) <= 64 else text[:64] + "...")
+
+
+#: The deepest nesting of objects and arrays a record may have: what orjson can write (it
+#: reads deeper), so what ``attrs`` and the store can hold. A deeper record is refused.
+MAX_DEPTH: Final = 254
+
+
+def _too_deep(line_no: int, field: str) -> str:
+    return (
+        f"line {line_no} has a field {field!r} nested deeper than the {MAX_DEPTH} levels of "
+        "objects and arrays a record may have"
+    )
+
+
+def _deepest(record: dict[str, Any]) -> str:
+    """The first field of ``record`` that orjson cannot write (nested too deep)."""
+    for key, value in record.items():
+        try:
+            orjson.dumps({key: value})  # at its depth in the record
+        except orjson.JSONEncodeError:
+            return str(key)
+    return "?"  # pragma: no cover - only called once the whole record failed to render
 
 
 def record_row(
@@ -221,7 +246,10 @@ def record_row_positional(
         if message is None:
             message = pop("msg", None) or pop("message", None) or ""
         if type(message) is not str:
-            message = orjson.dumps(message).decode()
+            try:
+                message = orjson.dumps(message).decode()
+            except orjson.JSONEncodeError:
+                return _too_deep(line_no, "event")
             wide = "+" in message and exponent_in(message)
 
     rejected: dict[str, str] = {}
@@ -294,17 +322,20 @@ def record_row_positional(
 
     attrs: dict[str, Any] | str | None
     if attrs_json:
-        attrs = orjson.dumps(record).decode() if record else None
+        try:
+            attrs = orjson.dumps(record).decode() if record else None
+        except orjson.JSONEncodeError:
+            return _too_deep(line_no, _deepest(record))
         # "+" first: one memchr (~0.05 µs) clears nearly every line; the regex costs ~1 µs.
         wide = wide or (attrs is not None and "+" in attrs and exponent_in(attrs))
     else:
         attrs = record
-        if not exact and not wide:  # rendered only to look
+        if not exact:  # rendered only to look: for an exponent, and that it can be stored
             try:
                 rendered = orjson.dumps(record)
-            except orjson.JSONEncodeError:  # nested past the 254 levels orjson writes
-                rendered = b""
-            wide = may_hold_wide(rendered)
+            except orjson.JSONEncodeError:
+                return _too_deep(line_no, _deepest(record))
+            wide = wide or may_hold_wide(rendered)
     if wide and not exact:
         again = reread(raw, None)
         if again is not None:
