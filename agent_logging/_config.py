@@ -62,6 +62,7 @@ class Settings:
     spool_fsync: Literal["batch", "interval", "always", "never"] = "batch"
     batch_max_bytes: int = 1024 * 1024
     batch_interval_s: float = 1.0
+    shipper: Literal["thread", "process"] = "thread"
     file_path: Path | None = None
     file_max_bytes: int = 100 * 1024 * 1024
     file_backups: int = 5
@@ -178,6 +179,7 @@ def resolve(
         ),
         batch_max_bytes=number("batch_max_bytes", e.BATCH_MAX_BYTES, 1024 * 1024, int),
         batch_interval_s=number("batch_interval_s", e.BATCH_INTERVAL_S, 1.0, float),
+        shipper=choice("shipper", e.SHIPPER, "thread", ("thread", "process")),
         file_path=Path(file_path) if file_path is not None else None,
         file_max_bytes=number("file_max_bytes", e.FILE_MAX_BYTES, 100 * 1024 * 1024, int),
         file_backups=number("file_backups", e.FILE_BACKUPS, 5, int),

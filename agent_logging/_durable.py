@@ -1,5 +1,9 @@
 """The durable path as one pipeline sink: record → spool → shipper thread → Loki.
 
+The shipper is a thread of this process (``_shipper``), or with ``shipper="process"`` a helper
+process that this process serves (``_ship_process``); orphaned spools are always shipped from
+threads.
+
 Layout of ``spool_dir`` (the root)::
 
     ROOT/<service>/            this service's spool (see ``_spool``), owned by one process
@@ -38,6 +42,8 @@ from agent_logging._adoption import Adoption
 from agent_logging._entries import PushEntry, RecordLike
 from agent_logging._loki_client import LokiClient, PushResult
 from agent_logging._record_encoder import stream_key
+from agent_logging._ship_child import default_labels
+from agent_logging._ship_process import ProcessShipper
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool
 from agent_logging._spool_dirs import (
@@ -129,7 +135,7 @@ class Durable:
         self.settings = settings
         self.spool = spool
         self.client = client
-        self.shipper = self._shipper_for(spool)
+        self.shipper = self._own_shipper(spool)
         self._behind_bytes = 2 * settings.batch_max_bytes
         self._calls_behind = 0
         self._forked = False
@@ -159,13 +165,16 @@ class Durable:
             batch_interval_s=settings.batch_interval_s,
             dead_letter_path=spool.directory / DEAD_LETTER_NAME,
             node_id_label=settings.node_id_label,
-            default_labels={
-                "service_name": settings.service,
-                "layer": settings.layer,
-                "env": settings.env,
-            },
-            on_error=lambda message: _state.internal_logger.warning("shipping: %s", message),
+            default_labels=default_labels(settings),
+            on_error=_report_shipping,
         )
+
+    def _own_shipper(self, spool: Spool) -> Shipper | ProcessShipper:
+        """The shipper of this process's own spool: a thread, or a process (``shipper``)."""
+        shipper = self._shipper_for(spool)
+        if self.settings.shipper != "process":
+            return shipper
+        return ProcessShipper.for_settings(self.settings, spool, shipper, _report_shipping)
 
     @classmethod
     def start(cls, settings: Settings) -> Durable:
@@ -345,7 +354,7 @@ class Durable:
                 return  # another thread of the child reopened first
             self._stop = threading.Event()
             spool = open_own_spool(self.settings)
-            self.shipper = self._shipper_for(spool)
+            self.shipper = self._own_shipper(spool)
             self._watch_losses(spool)
             self.spool = spool
             self._adoption = self._adoption_for(spool)
@@ -370,6 +379,10 @@ _UNUSED_HEALTH: Final[dict[str, Any]] = {
     "last_error_age_s": None,
     "spool_error": None,
 }
+
+
+def _report_shipping(message: str) -> None:
+    _state.internal_logger.warning("shipping: %s", message)
 
 
 def _age_s(unix_s: float | None) -> float | None:

@@ -77,6 +77,10 @@ BATCH_MAX_BYTES: Final = "AGENT_LOGGING_BATCH_MAX_BYTES"
 BATCH_INTERVAL_S: Final = "AGENT_LOGGING_BATCH_INTERVAL_S"
 """Longest a record waits before it is pushed, in seconds. Default 1.0."""
 
+SHIPPER: Final = "AGENT_LOGGING_SHIPPER"
+"""``thread`` (default): ship from a thread of the service; ``process``: from a helper process
+the service starts, whose CPU time does not compete with the service's threads for the GIL."""
+
 FILE_PATH: Final = "AGENT_LOGGING_FILE_PATH"
 """A JSON-lines file (rotated by size) for sites whose collector tails files."""
 

@@ -214,9 +214,7 @@ class Shipper(BatchDelivery):
             return self.ship_pending(timeout_s)
         deadline = self._clock() + timeout_s
         target = self._acked_records + self._pending_records()
-        self._flush_all.set()
-        self._kick.set()
-        self._spool.wake.set()
+        self.request_flush()
         while True:
             with self._progress:
                 seen = self._progress_count
@@ -228,6 +226,12 @@ class Shipper(BatchDelivery):
             with self._progress:
                 if self._progress_count == seen:
                     self._progress.wait(min(remaining, _FLUSH_POLL_S))
+
+    def request_flush(self) -> None:
+        """Make the thread ship everything now, cutting a backoff short; do not wait."""
+        self._flush_all.set()
+        self._kick.set()
+        self._spool.wake.set()
 
     def stop(self, timeout_s: float = 5.0) -> bool:
         """Flush within ``timeout_s``, then end the thread. Unshipped records stay spooled.
@@ -244,18 +248,26 @@ class Shipper(BatchDelivery):
         deadline = self._clock() + timeout_s
         flush_s = timeout_s - _STOP_GRACE_S if timeout_s > 2 * _STOP_GRACE_S else timeout_s
         flushed = self.flush(flush_s)
+        return self.halt(max(_STOP_GRACE_S, deadline - self._clock())) and flushed
+
+    def halt(self, timeout_s: float) -> bool:
+        """End the thread without flushing, waiting at most ``timeout_s`` for it.
+
+        Returns:
+            True when the thread ended (or was not running).
+        """
         self._stop.set()
         self._cancel.set()
         self._kick.set()
         self._spool.wake.set()
         thread = self._thread
         if thread is None:
-            return flushed
-        thread.join(max(_STOP_GRACE_S, deadline - self._clock()))
+            return True
+        thread.join(timeout_s)
         if thread.is_alive():
             return False
         self._thread = None
-        return flushed
+        return True
 
     def ship_pending(self, deadline_s: float) -> bool:
         """Ship everything in the spool from the calling thread, for at most ``deadline_s``.

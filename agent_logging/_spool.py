@@ -291,6 +291,11 @@ class Spool:
     # -- state ---------------------------------------------------------------------------
 
     @property
+    def fsync_policy(self) -> FsyncPolicy:
+        """When the spool is fsynced: ``batch``, ``interval``, ``always`` or ``never``."""
+        return self._opt.fsync
+
+    @property
     def unmapped_reason(self) -> str | None:
         """Why the active segment is written with ``pwrite`` instead of through a shared
         mapping (a filesystem that cannot map it, see ``_writer``); None when it is mapped."""

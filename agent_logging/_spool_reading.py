@@ -135,37 +135,51 @@ def _read_failed(
 
 def ack(spool: Spool, batch: Batch) -> None:
     """The body of :meth:`Spool.ack <agent_logging._spool.Spool.ack>`."""
+    payload_bytes = batch.payload_bytes
+    if payload_bytes < 0:
+        payload_bytes = sum(len(r.payload) for r in batch.records)
     with spool._read_lock:
-        with spool._lock:
-            spool._check_open()
-            segment = spool._segments[0]
-            head = SpoolPosition(segment.seq, spool._head_offset)
-            if batch.start != head:
-                if batch.start == spool._superseded:
-                    return
-                raise SpoolError(
-                    f"ack out of order: the batch starts at {tuple(batch.start)}, "
-                    f"the oldest unacknowledged record is at {tuple(head)}"
-                )
-            count = len(batch.records)
-            payload_bytes = batch.payload_bytes
-            if payload_bytes < 0:
-                payload_bytes = sum(len(r.payload) for r in batch.records)
-            framed = count * HEADER_BYTES + payload_bytes
-            segment.records -= count
-            segment.bytes -= framed
-            spool._bytes -= framed
-            finished = segment is not spool._active and batch.end.offset >= segment.size
-            if finished:
-                remove_head(spool)
-            else:
-                spool._head_offset = batch.end.offset
-            position = SpoolPosition(spool._segments[0].seq, spool._head_offset)
-        # The ack file first: a crash before the unlink leaves a segment that replay
-        # recognises as acknowledged (its sequence is below the ack's).
-        _write_acked(spool, position)
+        ack_range(spool, batch.start, batch.end, len(batch.records), payload_bytes)
+
+
+def ack_range(
+    spool: Spool, start: SpoolPosition, end: SpoolPosition, count: int, payload_bytes: int
+) -> bool:
+    """Acknowledge the ``count`` records (``payload_bytes`` of payload) in ``[start, end)``.
+
+    The read lock is held by the caller. Returns False when the range was superseded (the
+    head it started at was dropped meanwhile): nothing to do.
+
+    Raises:
+        SpoolError: the spool is closed, or ``start`` is not the oldest unacknowledged record.
+    """
+    with spool._lock:
+        spool._check_open()
+        segment = spool._segments[0]
+        head = SpoolPosition(segment.seq, spool._head_offset)
+        if start != head:
+            if start == spool._superseded:
+                return False
+            raise SpoolError(
+                f"ack out of order: the batch starts at {tuple(start)}, "
+                f"the oldest unacknowledged record is at {tuple(head)}"
+            )
+        framed = count * HEADER_BYTES + payload_bytes
+        segment.records -= count
+        segment.bytes -= framed
+        spool._bytes -= framed
+        finished = segment is not spool._active and end.offset >= segment.size
         if finished:
-            _unlink_counted(spool, segment.path)
+            remove_head(spool)
+        else:
+            spool._head_offset = end.offset
+        position = SpoolPosition(spool._segments[0].seq, spool._head_offset)
+    # The ack file first: a crash before the unlink leaves a segment that replay
+    # recognises as acknowledged (its sequence is below the ack's).
+    _write_acked(spool, position)
+    if finished:
+        _unlink_counted(spool, segment.path)
+    return True
 
 
 def _write_acked(spool: Spool, position: SpoolPosition) -> None:

@@ -148,13 +148,19 @@ def _log_and_report(
     return {"rss": rss.figures(), "cpu_us": cpu_us}
 
 
-def child_durable(url: str, records: int, rate: float, *, flush: bool = False) -> None:
+def child_durable(
+    url: str, records: int, rate: float, *, flush: bool = False, shipper: str = "thread"
+) -> None:
     """Log through the durable path; stay alive (shipping) until the parent says finish.
 
     With ``flush``, ``agent_logging.flush()`` after the last call: the last, partial batch
     ships at once instead of waiting out its age limit (``batch_interval_s``, 1 s), which a
     service logging on never waits for and which would otherwise end every finite run.
+    ``shipper="process"`` ships from the helper process; its CPU time (reaped at shutdown)
+    and its RSS at the end of the run are reported beside this process's.
     """
+    import resource
+
     import agent_logging
 
     spool_dir = tempfile.mkdtemp(prefix="bench-ship-")
@@ -169,6 +175,7 @@ def child_durable(url: str, records: int, rate: float, *, flush: bool = False) -
             spool_dir=spool_dir,
             spool_fsync="batch",
             health_interval_s=0,  # no self-records: the server must hold exactly ours
+            shipper=shipper,
         )
         agent_logging.bind(**IDS)
         info = agent_logging.get_logger("bench").info
@@ -181,10 +188,35 @@ def child_durable(url: str, records: int, rate: float, *, flush: bool = False) -
             after=(lambda: agent_logging.flush(timeout_s=60.0)) if flush else None,
         )
         health = agent_logging.health()
+        helper_rss_kib = _helper_rss_kib()
         agent_logging.shutdown(timeout_s=2.0)
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
-    _emit(phase="done", **figures, health=health)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    helper_cpu_us = (reaped.ru_utime + reaped.ru_stime) / records * 1e6
+    _emit(
+        phase="done",
+        **figures,
+        health=health,
+        helper_cpu_us=helper_cpu_us,
+        helper_rss_kib=helper_rss_kib,
+    )
+
+
+def _helper_rss_kib() -> int | None:
+    """The shipper process's resident set (``shipper="process"``), or None."""
+    from agent_logging import _state
+
+    pipeline = _state.pipeline
+    shipper = getattr(pipeline.sinks[0], "shipper", None) if pipeline and pipeline.sinks else None
+    process = getattr(shipper, "_process", None)
+    if process is None:
+        return None
+    with open(f"/proc/{process.pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
 
 
 def child_reference(records: int) -> None:
@@ -344,6 +376,8 @@ def child_breakdown(records: int) -> None:
 def _child(scenario: str, url: str, records: int, rate: float) -> None:
     if scenario in ("durable", "sustained"):
         child_durable(url, records, rate, flush=scenario == "sustained")
+    elif scenario == "sustained_process":
+        child_durable(url, records, rate, flush=True, shipper="process")
     elif scenario == "reference":
         child_reference(records)
     elif scenario in ("handler", "queue"):
@@ -450,6 +484,10 @@ def main() -> None:
         return
     with LokiProcess() as loki:
         runs["ours"] = _run("sustained", args.server_records, url=loki.url, loki=loki)
+    with LokiProcess() as loki:
+        runs["ours_process"] = _run(
+            "sustained_process", args.server_records, url=loki.url, loki=loki
+        )
     runs["ours_sink"] = _sink_best(args.records, args.repeat)
     runs["reference"] = _run("reference", min(args.records, 100_000))
     runs["ours_down"] = _run("durable", args.outage_records, url=closed_port_url())
@@ -503,6 +541,7 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
     print(f"  {'':<44} {'records':>8} {'lines/s':>9} {'ours/this':>9} {'CPU µs/rec':>10}")
     rows = [
         ("agent_logging -> test server", ours),
+        ("agent_logging, shipper process -> test server", runs["ours_process"]),
         ("agent_logging -> counting sink (client bound)", runs["ours_sink"]),
     ]
     rows += [(f"{label} -> test server", runs[key]) for key, label in BASELINES if key in runs]
@@ -513,7 +552,14 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
         cpu = f"{run['cpu_us']:.1f}"
         print(f"  {label:<44} {run['records']:>8,} {shown:>9} {ratio:>9} {cpu:>10}")
     print("  (CPU µs/rec: the logging process's CPU time, logging and shipping, per record)")
-    for label, run in rows[:2]:
+    helper = runs["ours_process"]
+    helper_rss = helper.get("helper_rss_kib")
+    print(
+        f"  shipper process: {helper['cpu_us']:.1f} CPU µs/rec in the logging process and "
+        f"{helper['helper_cpu_us']:.1f} in the shipper process; its RSS at the end "
+        + ("unknown" if helper_rss is None else f"{helper_rss / 1024:.1f} MiB")
+    )
+    for label, run in rows[:3]:
         if run.get("stored_at") is not None:
             print(
                 f"  {label}: logging took {run['t1'] - run['t0']:.2f} s, the last record was "
