@@ -13,6 +13,7 @@ shutdown should still find a shipper to flush through.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -134,7 +135,17 @@ class Channel:
 
 
 class RemoteSpool:
-    """The owner's spool as the shipper sees it (``SpoolLike``), over a :class:`Channel`."""
+    """The owner's spool as the shipper sees it (``SpoolLike``), over a :class:`Channel`.
+
+    Read-ahead. While the shipper pushes a batch (waiting on the network, and on the server),
+    the next batch is planned and read on a thread of its own, from where the batch in flight
+    ends: the owner's answer and the read are off the shipper's path. It is used only if the
+    batch before it was acknowledged and ended there; otherwise (a failed push, a part
+    acknowledged) the next peek reads from the head. Should the owner drop the batch in
+    flight (its full policy), its segment goes with it, and a read-ahead planned after that
+    finds nothing; one planned before reads records that were still there. It never reports
+    anything itself, so the owner sees reports in order.
+    """
 
     def __init__(self, channel: Channel, wake_bytes: int) -> None:
         self._channel = channel
@@ -142,6 +153,8 @@ class RemoteSpool:
         self.wake_bytes = wake_bytes
         # The owner's unacknowledged bytes as last told, less what was acknowledged since.
         self._pending = 0
+        self._ahead: _ReadAhead | None = None
+        self._acked_end: SpoolPosition | None = None  # where the last whole ack ended
 
     def note_pending(self, pending_bytes: int) -> None:
         self._pending = pending_bytes
@@ -152,9 +165,23 @@ class RemoteSpool:
     def peek_batch(
         self, *, max_records: int = 10_000, max_bytes: int = 1 << 20
     ) -> RemoteBatch | None:
+        ahead, self._ahead = self._ahead, None
+        batch = ahead.take(self._acked_end) if ahead is not None else None
+        if batch is None:
+            batch = self._read(None, max_records, max_bytes)
+        if batch is not None:
+            self._ahead = _ReadAhead(self, batch, max_records, max_bytes)
+        return batch
+
+    def _read(
+        self, after: SpoolPosition | None, max_records: int, max_bytes: int
+    ) -> RemoteBatch | None:
+        """The batch at the head, or (read-ahead) the one at ``after``; None when there is
+        none (for a read-ahead: or ``after`` is gone, dropped by the owner's full policy)."""
         window_bytes = max(1 << 16, min(max_bytes, 1 << 22))
         while True:
-            answer = self._channel.ask("plan")
+            fields = {} if after is None else {"after": list(after)}
+            answer = self._channel.ask("plan", **fields)
             self._pending = answer["pending"]
             if answer["plan"] is None:
                 return None
@@ -165,6 +192,8 @@ class RemoteSpool:
                     Path(path), offset, limit, checked, max_records, max_bytes, window_bytes
                 )
             except OSError as exc:
+                if after is not None:
+                    return None
                 self._channel.ask(
                     "read_failed", start=[seq, offset], sealed=sealed, reason=str(exc)
                 )
@@ -173,6 +202,8 @@ class RemoteSpool:
                 return RemoteBatch(
                     tuple(records), SpoolPosition(seq, end), start, payload_bytes, torn, corrupt
                 )
+            if after is not None:
+                return None
             # Damage only: the owner moves its head past it, and the next plan reads on.
             self._channel.send(
                 "report",
@@ -186,6 +217,9 @@ class RemoteSpool:
 
     def ack(self, batch: RemoteBatch, /) -> None:
         count = len(batch.records)
+        # A part of a batch (``Shipper._ack_done_part``) ends where the read-ahead does not
+        # start: the next peek then reads from the head.
+        self._acked_end = batch.end
         self._channel.send(
             "report",
             start=list(batch.start),
@@ -205,6 +239,34 @@ class RemoteSpool:
 
     def stats(self) -> _Records:
         return _Records(int(self._channel.ask("records")["records"]))
+
+
+class _ReadAhead:
+    """The batch after ``batch``, planned and read on a thread of its own."""
+
+    def __init__(
+        self, spool: RemoteSpool, batch: RemoteBatch, max_records: int, max_bytes: int
+    ) -> None:
+        self._after = batch.end
+        self._result: RemoteBatch | None = None
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(spool, max_records, max_bytes),
+            name="agent-logging-read-ahead",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _run(self, spool: RemoteSpool, max_records: int, max_bytes: int) -> None:
+        with contextlib.suppress(SpoolError):  # the owner gone or refusing: read from the head
+            self._result = spool._read(self._after, max_records, max_bytes)
+
+    def take(self, acked_end: SpoolPosition | None) -> RemoteBatch | None:
+        """The batch read ahead, if the one before it was acknowledged whole."""
+        self._thread.join()
+        if acked_end != self._after:
+            return None
+        return self._result
 
 
 def command() -> list[str]:

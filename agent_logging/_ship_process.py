@@ -11,8 +11,9 @@ interpreter at ``configure()`` (which does not wait for it).
 
 Latency. The serving thread here needs the GIL for each request, which a thread logging flat
 out holds for a switch interval (5 ms) at a time: while a child is served, :attr:`busy` makes
-such a thread let it in now and then (``_durable``), and the fsync of the ``batch`` policy runs
-on a thread of its own, beside the child's read rather than before it.
+such a thread let it in now and then (``_durable``); the fsync of the ``batch`` policy runs on
+a thread of its own, beside the child's read rather than before it; and the child plans and
+reads its next batch while it pushes one (``_ship_child.RemoteSpool``).
 
 How. :class:`ProcessShipper` starts ``python -m agent_logging._ship_child`` with pipes for its
 stdin and stdout and serves it from a thread here; the spool stays this process's, and so does

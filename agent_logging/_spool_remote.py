@@ -32,7 +32,7 @@ from agent_logging._spool_reading import (
 if TYPE_CHECKING:
     from agent_logging._spool import Spool
 
-__all__ = ["ReadPlan", "answer", "plan", "read_failed", "report"]
+__all__ = ["ReadPlan", "answer", "plan", "plan_after", "read_failed", "report"]
 
 
 class ReadPlan(NamedTuple):
@@ -48,6 +48,34 @@ class ReadPlan(NamedTuple):
     limit: int
     checked: int
     sealed: bool
+
+
+def plan_after(spool: Spool, after: SpoolPosition) -> ReadPlan | None:
+    """Where the records after ``after`` are (a read-ahead while the batch that ends there is
+    in flight); None when there are none yet, or ``after`` is no longer in the spool.
+
+    Nothing changes: a sealed segment ``after`` ends is finished by the ack of its last batch.
+
+    Raises:
+        SpoolError: the spool is closed.
+    """
+    with spool._lock:
+        spool._check_open()
+        segments = spool._segments
+        index = next((i for i, s in enumerate(segments) if s.seq == after.segment), None)
+        if index is None:
+            return None  # dropped: the shipper reads from the head instead
+        segment, offset = segments[index], after.offset
+        if offset >= segment.size:
+            if segment is spool._active or index + 1 >= len(segments):
+                return None
+            segment, offset = segments[index + 1], 0
+            if offset >= segment.size:
+                return None
+        sealed = segment is not spool._active
+        return ReadPlan(
+            segment.seq, str(segment.path), offset, segment.size, segment.checked, sealed
+        )
 
 
 def plan(spool: Spool) -> ReadPlan | None:
@@ -149,7 +177,8 @@ def answer(spool: Spool, message: dict[str, Any]) -> tuple[dict[str, Any] | None
     """
     op = message.get("op")
     if op == "plan":
-        planned = plan(spool)
+        after = message.get("after")
+        planned = plan(spool) if after is None else plan_after(spool, SpoolPosition(*after))
         return {
             "plan": None if planned is None else list(planned),
             "pending": spool.pending_bytes(),

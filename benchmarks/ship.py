@@ -9,15 +9,21 @@ the machine's cores. Every scenario runs in a fresh child process, against a fre
   (``--server-records``), and into a counting sink (``benchmarks._common``, ``--records``)
   that only counts entries, which shows what the client sustains when the server is not the
   bottleneck (the test server is: it stores each entry in Python, with Loki's checks).
+- ``agent_logging, shipper process``: the same with ``shipper="process"`` (``_ship_process``):
+  into the test server flat out, paced with Loki up and down, and through the outage. Its
+  rows give the logging process's figures; the shipper process's CPU time (reaped at
+  shutdown, its start included) and its RSS at the end of the run are printed beside them.
 - ``LokiHandler`` (python-logging-loki 0.3.1): one blocking POST per record, the same JSON
   line (a stdlib JSON formatter with the same fields).
 - ``LokiQueueHandler``: the same handler behind a ``QueueListener`` thread.
 
-lines/s = records / (time from the first log call until the server holds the last record);
-the server reports when it saw its count reached, on the machine-wide monotonic clock. The
-sustained runs call ``agent_logging.flush()`` after their last log call, so that the last,
-partial batch ships at once rather than after its 1 s age limit (a service that logs on
-never waits for it; python-logging-loki's handlers have no such wait either).
+lines/s = records / (time from the first timed log call until the server holds the last
+record); the server reports when it saw its count reached, on the machine-wide monotonic
+clock. The sustained runs of agent_logging first log 500 records and flush them, untimed (a
+steady state: the shipper started, a shipper process's interpreter too), and call
+``agent_logging.flush()`` after their last log call, so that the last, partial batch ships at
+once rather than after its 1 s age limit (a service that logs on never waits for it;
+python-logging-loki's handlers have no such wait either).
 Caller cost = time spent inside the log calls / records, flat out (where the shipper thread
 competes for the GIL on every batch) and paced at ``--paced-rate`` calls/s, closer to a
 service's load, with Loki up and down. The outage scenarios point at a closed port:
@@ -33,7 +39,7 @@ Run: ``python -m benchmarks.ship [--records N] [--repeat N] [--sink-only] [--qui
 [--skip-baselines] [--skip-breakdown] [--json]``; ``--help`` lists every count.
 ``--repeat N`` runs the counting-sink scenario N times and keeps the fastest (the machine is
 shared); ``--sink-only`` runs nothing else. The default run takes
-about 1.5-2 minutes on 2 cores; ``--quick`` divides every count by 10 (about 30 s).
+about 2-3 minutes on 2 cores; ``--quick`` divides every count by 10 (about 40 s).
 """
 
 from __future__ import annotations
@@ -117,7 +123,8 @@ def _log_and_report(
     """Log, report the timings, wait for the parent's ``finish`` (it waits on the server).
 
     ``warmup`` calls come first, untimed (and reported, for the parent to count them);
-    ``after`` runs after the last call, before the report (``agent_logging.flush``).
+    ``after`` runs after them, untimed too, and again after the last call, before the report
+    (``agent_logging.flush``: the warmup's records are shipped before the timing starts).
 
     Returns:
         ``rss`` (the sampler's figures) and ``cpu_us``: this process's CPU time from the
@@ -126,6 +133,8 @@ def _log_and_report(
     """
     for i in range(warmup):
         call(-1 - i)
+    if warmup and after is not None:
+        after()
     with RssSampler() as rss:
         cpu0 = time.process_time()
         t0 = time.monotonic()
@@ -180,11 +189,13 @@ def child_durable(
         agent_logging.bind(**IDS)
         info = agent_logging.get_logger("bench").info
         # Paced runs time few calls: the first ones (caches filling) would weigh too much.
+        # Sustained runs time a steady state: the shipper running (a shipper process is an
+        # interpreter starting for its first half second), its first batch shipped.
         figures = _log_and_report(
             lambda i: info("task claimed", task="reimage", attempt=i),
             records,
             rate,
-            warmup=PACED_WARMUP if rate > 0 else 0,
+            warmup=PACED_WARMUP if rate > 0 or flush else 0,
             after=(lambda: agent_logging.flush(timeout_s=60.0)) if flush else None,
         )
         health = agent_logging.health()
@@ -376,8 +387,9 @@ def child_breakdown(records: int) -> None:
 def _child(scenario: str, url: str, records: int, rate: float) -> None:
     if scenario in ("durable", "sustained"):
         child_durable(url, records, rate, flush=scenario == "sustained")
-    elif scenario == "sustained_process":
-        child_durable(url, records, rate, flush=True, shipper="process")
+    elif scenario in ("durable_process", "sustained_process"):
+        flush = scenario == "sustained_process"
+        child_durable(url, records, rate, flush=flush, shipper="process")
     elif scenario == "reference":
         child_reference(records)
     elif scenario in ("handler", "queue"):
@@ -497,6 +509,15 @@ def main() -> None:
     with LokiProcess() as loki:
         runs["paced"] = _run("durable", args.paced_records, url=loki.url, loki=loki, **paced)
     runs["paced_down"] = _run("durable", args.paced_records, url=closed_port_url(), **paced)
+    # The same with the shipper process, and its outage (both processes' memory).
+    with LokiProcess() as loki:
+        runs["process"] = _run(
+            "durable_process", args.paced_records, url=loki.url, loki=loki, **paced
+        )
+    runs["process_down"] = _run(
+        "durable_process", args.paced_records, url=closed_port_url(), **paced
+    )
+    runs["ours_process_down"] = _run("durable_process", args.outage_records, url=closed_port_url())
     if not args.skip_baselines:
         for key, outage in (
             ("handler", "outage_handler_records"),
@@ -548,15 +569,19 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
     for label, run in rows:
         rate = _rate(run)
         shown = "timeout" if rate is None else f"{rate:,.0f}"
-        ratio = f"{ours_rate / rate:.1f}x" if ours_rate and rate else ""
+        compared = ours_rate and rate and run is not runs["ours_process"]
+        ratio = f"{ours_rate / rate:.1f}x" if compared else ""
         cpu = f"{run['cpu_us']:.1f}"
         print(f"  {label:<44} {run['records']:>8,} {shown:>9} {ratio:>9} {cpu:>10}")
     print("  (CPU µs/rec: the logging process's CPU time, logging and shipping, per record)")
     helper = runs["ours_process"]
     helper_rss = helper.get("helper_rss_kib")
+    helper_rate = _rate(helper)
+    speedup = f"{helper_rate / ours_rate:.2f}x" if helper_rate and ours_rate else "?"
     print(
-        f"  shipper process: {helper['cpu_us']:.1f} CPU µs/rec in the logging process and "
-        f"{helper['helper_cpu_us']:.1f} in the shipper process; its RSS at the end "
+        f"  shipper process: {speedup} the lines/s of the thread; {helper['cpu_us']:.1f} CPU "
+        f"µs/rec in the logging process and {helper['helper_cpu_us']:.1f} in the shipper "
+        "process (its start included); its RSS at the end "
         + ("unknown" if helper_rss is None else f"{helper_rss / 1024:.1f} MiB")
     )
     for label, run in rows[:3]:
@@ -572,7 +597,11 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
     print(f"  {'agent_logging, no sink at all (reference)':<44} {reference}")
     paced = runs["paced"]
     paced_label = f"agent_logging, paced ({paced['records'] / (paced['t1'] - paced['t0']):,.0f}/s)"
-    pairs = [(paced_label, "paced"), ("agent_logging, flat out (section 1 / 3)", "ours")]
+    pairs = [
+        (paced_label, "paced"),
+        ("agent_logging, shipper process, paced", "process"),
+        ("agent_logging, flat out (section 1 / 3)", "ours"),
+    ]
     pairs += [(label, key) for key, label in BASELINES if key in runs]
     for label, key in pairs:
         up, down = _caller_us(runs[key]), _caller_us(runs[f"{key}_down"])
@@ -582,7 +611,10 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
 
     print("\n3. RSS of the logging process while Loki is down (MiB, sampled every 50 ms)")
     print(f"  {'':<44} {'records':>8} {'start':>7} {'peak':>7} {'end':>7} {'growth':>7}")
-    rss_rows = [("agent_logging (spool)", runs["ours_down"])]
+    rss_rows = [
+        ("agent_logging (spool)", runs["ours_down"]),
+        ("agent_logging, shipper process (spool)", runs["ours_process_down"]),
+    ]
     rss_rows += [(label, runs[f"{key}_down"]) for key, label in BASELINES if key in runs]
     for label, run in rss_rows:
         rss = {k: v / 1024 for k, v in run["rss"].items() if k.endswith("_kib")}
@@ -593,6 +625,11 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
         )
     tenths = " ".join(f"{kib / 1024:.1f}" for kib in runs["ours_down"]["chunk_rss_kib"])
     print(f"  agent_logging, MiB after each tenth of the run: {tenths}")
+    helper_rss = runs["ours_process_down"].get("helper_rss_kib")
+    if helper_rss is not None:
+        print(
+            f"  shipper process (retrying all along), RSS at the end: {helper_rss / 1024:.1f} MiB"
+        )
     health = runs["ours_down"]["health"]
     print(
         f"  agent_logging spooled {health['spool_records']:,} records "

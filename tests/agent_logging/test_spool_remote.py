@@ -11,7 +11,7 @@ import pytest
 from agent_logging._segment_batches import read_segment
 from agent_logging._segments import SpooledRecord, SpoolPosition
 from agent_logging._spool import Spool
-from agent_logging._spool_remote import ReadPlan, plan, read_failed, report
+from agent_logging._spool_remote import ReadPlan, plan, plan_after, read_failed, report
 from agent_logging.errors import SpoolError
 from tests.agent_logging.test_spool import FRAME, SMALL, fill, rec
 
@@ -168,3 +168,31 @@ def test_a_closed_spool_refuses_plans_and_reports(tmp_path: Path) -> None:
         plan(spool)
     with pytest.raises(SpoolError, match="closed"):
         report(spool, SpoolPosition(1, 0), FRAME, 1, 9, 0, 0)
+
+
+def test_a_plan_after_a_batch_in_flight_reads_on_from_its_end(spool: Spool) -> None:
+    fill(spool, range(5))  # segments 1 and 2 sealed (two frames each), 3 active (one)
+    assert plan_after(spool, SpoolPosition(1, FRAME)) == ReadPlan(
+        1, str(spool.directory / "seg-0000000000000001.spool"), FRAME, 2 * FRAME, 0, True
+    )
+    following = plan_after(spool, SpoolPosition(1, 2 * FRAME))  # the end of a sealed one
+    assert following is not None
+    assert (following.seq, following.start, following.limit) == (2, 0, 2 * FRAME)
+    assert plan_after(spool, SpoolPosition(3, FRAME)) is None  # nothing after, yet
+    fill(spool, range(5, 6))
+    latest = plan_after(spool, SpoolPosition(3, FRAME))
+    assert latest is not None
+    assert (latest.seq, latest.start, latest.limit, latest.sealed) == (3, FRAME, 2 * FRAME, False)
+    first = plan(spool)  # a read-ahead changes nothing: the head is where it was
+    assert first is not None
+    assert (first.seq, first.start) == (1, 0)
+
+
+def test_a_plan_after_a_dropped_segment_has_nothing(tmp_path: Path) -> None:
+    with Spool.open(tmp_path / "spool", segment_bytes=76, max_bytes=152) as spool:
+        fill(spool, range(6))  # full: drop_oldest deleted segment 1
+        assert spool.stats().dropped == 2
+        assert plan_after(spool, SpoolPosition(1, FRAME)) is None
+        current = plan(spool)
+        assert current is not None
+        assert (current.seq, current.start) == (2, 0)
