@@ -136,9 +136,7 @@ class Durable:
         self.spool = spool
         self.client = client
         self.shipper = self._own_shipper(spool)
-        # A thread shipper is let in only when it has fallen behind; a process shipper's
-        # serving thread whenever it works (it answers in microseconds: a yield costs little).
-        self._behind_bytes = 0 if settings.shipper == "process" else 2 * settings.batch_max_bytes
+        self._behind_bytes = 2 * settings.batch_max_bytes
         self._calls_behind = 0
         self._forked = False
         self._reopen_lock = threading.Lock()

@@ -10,10 +10,13 @@ resident in that benchmark) per service process that configures it, and the star
 interpreter at ``configure()`` (which does not wait for it).
 
 Latency. The serving thread here needs the GIL for each request, which a thread logging flat
-out holds for a switch interval (5 ms) at a time: while a child is served, :attr:`busy` makes
-such a thread let it in now and then (``_durable``); the fsync of the ``batch`` policy runs on
-a thread of its own, beside the child's read rather than before it; and the child plans and
-reads its next batch while it pushes one (``_ship_child.RemoteSpool``).
+out holds for a switch interval (5 ms) at a time. So the child plans and reads its next batch
+while it pushes one (``_ship_child.RemoteSpool``), which hides that wait, and the fsync of the
+``batch`` policy runs on a thread of its own, beside the child's read rather than before it.
+Logging threads do not let the serving thread in (as they let a thread shipper in when it has
+fallen behind, ``_durable``): measured, that cost more than it saved, each ``sleep(0)``
+giving the core away to the child or the server; 500,000 records into the test server went
+at 58,000-60,000 lines/s with it and 63,000-70,000 without.
 
 How. :class:`ProcessShipper` starts ``python -m agent_logging._ship_child`` with pipes for its
 stdin and stdout and serves it from a thread here; the spool stays this process's, and so does
@@ -84,6 +87,9 @@ _PACKAGE_ROOT: Final = str(Path(agent_logging.__file__).resolve().parent.parent)
 class ProcessShipper:
     """Ship ``spool`` from a child process; the interface ``Durable`` uses of a ``Shipper``.
 
+    Logging threads never let its serving thread in at the GIL (:attr:`busy` is always
+    False, see ``_durable`` and the module docstring).
+
     Args:
         spool: this process's spool.
         config: the child's configuration (see ``_ship_child._shipper``): the Loki client's
@@ -94,6 +100,8 @@ class ProcessShipper:
             shipping failure; exceptions it raises are swallowed.
         batch_interval_s: how often the spool's ``interval`` fsync policy is looked at.
     """
+
+    busy: Final = False
 
     def __init__(
         self,
@@ -115,10 +123,6 @@ class ProcessShipper:
         self._pipe_fds: tuple[int, ...] = ()
         self._threads: list[threading.Thread] = []
         self._gave_up = False
-        #: True while a child is served: a logging thread far ahead of it then lets the
-        #: serving thread in at the GIL now and then (see ``_durable``), so that the child's
-        #: requests are answered in well under a switch interval.
-        self.busy = False
         self._new_state()
 
     @classmethod
@@ -241,7 +245,6 @@ class ProcessShipper:
             _ABANDONED.append(process)
         self._threads = []
         self._gave_up = False
-        self.busy = False
         self._new_state()
         self._fallback.after_fork_in_child()
 
@@ -280,11 +283,7 @@ class ProcessShipper:
         process = self._process
         while process is not None:
             began = time.monotonic()
-            self.busy = True
-            try:
-                self._serve_one(process)
-            finally:
-                self.busy = False
+            self._serve_one(process)
             code = process.wait()
             self._close_pipes(process)
             self._child_ended()

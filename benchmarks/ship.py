@@ -81,7 +81,7 @@ def _emit(**fields: Any) -> None:
 
 def _timed_chunks(
     call: Callable[[int], object], records: int, rate: float = 0.0, chunks: int = 10
-) -> tuple[list[float], list[int]]:
+) -> tuple[list[float], list[int], list[int]]:
     """Call ``call(i)`` for every i, in ``chunks`` slices, timing only the calls.
 
     Args:
@@ -92,12 +92,13 @@ def _timed_chunks(
         chunks: how many slices to report.
 
     Returns:
-        The µs per call of each slice, and the RSS (KiB) after each.
+        The µs per call of each slice, and the RSS (KiB) after each, of this process and of
+        its shipper process (0: none).
     """
     size = max(1, -(-records // chunks))
     group = 50 if rate > 0 else size
     began = time.monotonic()
-    costs, rss = [], []
+    costs, rss, helper = [], [], []
     for start in range(0, records, size):
         stop = min(records, start + size)
         spent = 0.0
@@ -110,7 +111,8 @@ def _timed_chunks(
                 time.sleep(max(0.0, began + (low + group) / rate - time.monotonic()))
         costs.append(spent / (stop - start) * 1e6)
         rss.append(rss_kib())
-    return costs, rss
+        helper.append(_helper_rss_kib() or 0)
+    return costs, rss, helper
 
 
 def _log_and_report(
@@ -138,7 +140,7 @@ def _log_and_report(
     with RssSampler() as rss:
         cpu0 = time.process_time()
         t0 = time.monotonic()
-        chunk_us, chunk_rss_kib = _timed_chunks(call, records, rate)
+        chunk_us, chunk_rss_kib, helper_rss_kib = _timed_chunks(call, records, rate)
         t1 = time.monotonic()
         if after is not None:
             after()
@@ -151,6 +153,7 @@ def _log_and_report(
             call_us=call_us,
             chunk_us=chunk_us,
             chunk_rss_kib=chunk_rss_kib,
+            chunk_helper_rss_kib=helper_rss_kib,
         )
         sys.stdin.readline()
         cpu_us = (time.process_time() - cpu0) / records * 1e6
@@ -625,11 +628,11 @@ def _report(runs: dict[str, dict[str, Any]], elapsed_s: float) -> None:
         )
     tenths = " ".join(f"{kib / 1024:.1f}" for kib in runs["ours_down"]["chunk_rss_kib"])
     print(f"  agent_logging, MiB after each tenth of the run: {tenths}")
-    helper_rss = runs["ours_process_down"].get("helper_rss_kib")
-    if helper_rss is not None:
-        print(
-            f"  shipper process (retrying all along), RSS at the end: {helper_rss / 1024:.1f} MiB"
-        )
+    down = runs["ours_process_down"]
+    tenths = " ".join(f"{kib / 1024:.1f}" for kib in down["chunk_rss_kib"])
+    print(f"  agent_logging, shipper process, MiB after each tenth: {tenths}")
+    tenths = " ".join(f"{kib / 1024:.1f}" for kib in down["chunk_helper_rss_kib"])
+    print(f"  the shipper process itself (retrying all along), MiB after each tenth: {tenths}")
     health = runs["ours_down"]["health"]
     print(
         f"  agent_logging spooled {health['spool_records']:,} records "
