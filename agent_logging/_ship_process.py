@@ -3,9 +3,9 @@
 Why. The thread shipper's CPU time (reading frames, encoding the push, compressing it, the
 HTTP exchange) is spent under the service's GIL, and the two threads hand the GIL back and
 forth on every batch. A service that logs flat out on a machine with a spare core gets more
-through when shipping runs in a process of its own: 1.2-1.5x the lines per second into the
+through when shipping runs in a process of its own: 1.5-1.75x the lines per second into the
 test server (``python -m benchmarks.ship``, ``benchmarks/RESULTS.md``), the logging thread
-then only rendering and appending. The cost is a second Python process (about 46 MiB
+then only rendering and appending. The cost is a second Python process (about 52 MiB
 resident in that benchmark) per service process that configures it, and the start of an
 interpreter at ``configure()`` (which does not wait for it).
 
