@@ -137,14 +137,22 @@ def query_until(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("shipper", ["thread", "process"])
 def test_records_reach_loki_with_identifiers_as_structured_metadata(
-    loki_url: str, loki_tenant: str | None, tmp_path: Path
+    loki_url: str, loki_tenant: str | None, tmp_path: Path, shipper: str
 ) -> None:
     # A unique service name keeps runs apart on a shared real Loki.
     service = f"e2e-{uuid.uuid4().hex[:12]}"
     start_ns = time.time_ns()
     # node_id as metadata here (the default for layer=node makes it a label: tested below).
-    configure(loki_url, tmp_path / "spool", service, node_id_label=False, loki_tenant=loki_tenant)
+    configure(
+        loki_url,
+        tmp_path / "spool",
+        service,
+        node_id_label=False,
+        loki_tenant=loki_tenant,
+        shipper=shipper,
+    )
     log = agent_logging.get_logger("tests.e2e")
     with agent_logging.bound(
         node_id="n-1", allocation_id="a-9", trace_id=TRACE_ID, span_id=SPAN_ID

@@ -347,6 +347,13 @@ def test_configuration_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch) 
     ):
         agent_logging.configure(service="s", layer="api")
     monkeypatch.delenv("AGENT_LOGGING_LEVEL")
+    monkeypatch.setenv("AGENT_LOGGING_SHIPPER", "fork")
+    with pytest.raises(
+        agent_logging.ConfigurationError,
+        match="AGENT_LOGGING_SHIPPER: expected one of thread, process, got 'fork'",
+    ):
+        agent_logging.configure(service="s", layer="api")
+    monkeypatch.delenv("AGENT_LOGGING_SHIPPER")
     with pytest.raises(agent_logging.ConfigurationError, match="only spool_dir was given"):
         agent_logging.configure(service="s", layer="api", spool_dir="/tmp/x")
     with pytest.raises(agent_logging.ConfigurationError, match="unknown options: colour"):
