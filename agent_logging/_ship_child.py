@@ -14,6 +14,7 @@ shutdown should still find a shipper to flush through.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -334,7 +335,12 @@ def _shipper(
 def main() -> int:
     """Run the shipper until stdin ends or the owner says ``stop``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    incoming, outgoing = sys.stdin.buffer, sys.stdout.buffer
+    # The protocol gets stdout's pipe to itself: anything else that writes to stdout (a
+    # print() in some library, at the Python or the C level) goes to stderr instead.
+    outgoing = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    incoming = sys.stdin.buffer
     config = orjson.loads(incoming.readline() or b"null")
     if not isinstance(config, dict):
         return 2

@@ -382,10 +382,12 @@ class ProcessShipper:
             stdin.flush()
 
     def _wake_loop(self) -> None:
-        """Pass the spool's size wakes on to the child."""
+        """Pass the spool's size wakes on to the child, until stopped or given up."""
         wake = self._spool.wake
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and not self._gave_up:
             if wake.wait(self._interval_s):
+                if self._gave_up:
+                    return  # the wake is the fallback thread's now: leave it set
                 wake.clear()
                 if self._stopping.is_set():
                     return
