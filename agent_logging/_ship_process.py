@@ -62,7 +62,13 @@ import agent_logging
 from agent_logging import _ship_child
 from agent_logging._config import Settings
 from agent_logging._ship_counters import ShipCounters
-from agent_logging._shipper import Shipper, ShipperStats
+from agent_logging._shipper import (
+    FLUSH_POLL_S,
+    STOP_GRACE_S,
+    Shipper,
+    ShipperStats,
+    flush_share,
+)
 from agent_logging._spool import Spool
 from agent_logging._spool_remote import answer
 from agent_logging.errors import SpoolError
@@ -75,8 +81,6 @@ _RESTART_MAX_S: Final = 30.0
 # ship from a thread instead (an interpreter that cannot import the package, say).
 _EARLY_DEATH_S: Final = 2.0
 _EARLY_DEATHS: Final = 3
-_STOP_GRACE_S: Final = 0.25
-_FLUSH_POLL_S: Final = 0.05
 # Children of a parent that forked: their pipe objects, never to be closed or collected here
 # (see ProcessShipper.after_fork_in_child).
 _ABANDONED: Final[list[subprocess.Popen[bytes]]] = []
@@ -199,7 +203,7 @@ class ProcessShipper:
                     return False
                 if not self.running:
                     break
-                self._progress.wait(min(remaining, _FLUSH_POLL_S))
+                self._progress.wait(min(remaining, FLUSH_POLL_S))
         return self._ship_here(deadline - time.monotonic())
 
     def stop(self, timeout_s: float = 5.0) -> bool:
@@ -209,25 +213,24 @@ class ProcessShipper:
             True when the spool was flushed and the child ended in time.
         """
         deadline = time.monotonic() + timeout_s
-        flush_s = timeout_s - _STOP_GRACE_S if timeout_s > 2 * _STOP_GRACE_S else timeout_s
-        flushed = self.flush(flush_s)
+        flushed = self.flush(flush_share(timeout_s))
         self._stopping.set()
         self._spool.wake.set()  # ends the wake loop's wait
         self._sync_wanted.set()  # and the sync loop's
         ended = True
         if self._gave_up:
-            ended = self._fallback.halt(max(_STOP_GRACE_S, deadline - time.monotonic()))
+            ended = self._fallback.halt(max(STOP_GRACE_S, deadline - time.monotonic()))
         process = self._process
         if process is not None:
             self._send({"op": "stop"})
             try:
-                process.wait(max(_STOP_GRACE_S, deadline - time.monotonic()))
+                process.wait(max(STOP_GRACE_S, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
                 ended = False
         for thread in self._threads:
-            thread.join(max(0.0, min(_STOP_GRACE_S, deadline - time.monotonic())))
+            thread.join(max(0.0, min(STOP_GRACE_S, deadline - time.monotonic())))
         self._threads = []
         return flushed and ended
 

@@ -32,22 +32,36 @@ from agent_logging._dead_letter import DEAD_LETTER_MAX_BYTES
 from agent_logging._delivery import BatchDelivery, PushClient, SpoolLike, _Delivery
 from agent_logging.errors import ConfigurationError
 
-__all__ = ["PushClient", "Shipper", "ShipperStats", "SpoolLike"]
+__all__ = [
+    "FLUSH_POLL_S",
+    "STOP_GRACE_S",
+    "PushClient",
+    "Shipper",
+    "ShipperStats",
+    "SpoolLike",
+    "flush_share",
+]
 
 # flush() re-checks the spool at least this often even without a notification, since
 # records may also leave the spool by its own drop policy.
-_FLUSH_POLL_S: Final = 0.05
+FLUSH_POLL_S: Final = 0.05
 
 # stop() keeps this much of its time for the thread to notice it should end (and gives it
 # this much past a shorter deadline): ending takes microseconds plus a scheduling delay,
 # unless a push is in flight (then up to the client's timeout: stop() says False instead).
-_STOP_GRACE_S: Final = 0.25
+STOP_GRACE_S: Final = 0.25
 
 # Under a load that fills batches, what is left after the full ones ships once this long
 # passed without another size wake: records keep coming, so the next push is a large batch
 # (at 50,000 lines/s, 50 ms is about 2,500 records of 300 bytes, most of a 1 MiB batch),
 # while the last records of a burst wait no longer than this.
 _LINGER_S: Final = 0.05
+
+
+def flush_share(timeout_s: float) -> float:
+    """How much of a stop's ``timeout_s`` goes to flushing: all but the :data:`STOP_GRACE_S`
+    kept for ending, when it is long enough to keep that much twice over."""
+    return timeout_s - STOP_GRACE_S if timeout_s > 2 * STOP_GRACE_S else timeout_s
 
 
 class ShipperStats(TypedDict):
@@ -225,7 +239,7 @@ class Shipper(BatchDelivery):
                 return False
             with self._progress:
                 if self._progress_count == seen:
-                    self._progress.wait(min(remaining, _FLUSH_POLL_S))
+                    self._progress.wait(min(remaining, FLUSH_POLL_S))
 
     def request_flush(self) -> None:
         """Make the thread ship everything now, cutting a backoff short; do not wait."""
@@ -246,9 +260,8 @@ class Shipper(BatchDelivery):
             True when the spool was flushed and the thread ended in time.
         """
         deadline = self._clock() + timeout_s
-        flush_s = timeout_s - _STOP_GRACE_S if timeout_s > 2 * _STOP_GRACE_S else timeout_s
-        flushed = self.flush(flush_s)
-        return self.halt(max(_STOP_GRACE_S, deadline - self._clock())) and flushed
+        flushed = self.flush(flush_share(timeout_s))
+        return self.halt(max(STOP_GRACE_S, deadline - self._clock())) and flushed
 
     def halt(self, timeout_s: float) -> bool:
         """End the thread without flushing, waiting at most ``timeout_s`` for it.
