@@ -80,7 +80,11 @@ def _emit(**fields: Any) -> None:
 
 
 def _timed_chunks(
-    call: Callable[[int], object], records: int, rate: float = 0.0, chunks: int = 10
+    call: Callable[[int], object],
+    records: int,
+    rate: float = 0.0,
+    chunks: int = 10,
+    helper_rss: Callable[[], int | None] | None = None,
 ) -> tuple[list[float], list[int], list[int]]:
     """Call ``call(i)`` for every i, in ``chunks`` slices, timing only the calls.
 
@@ -90,10 +94,12 @@ def _timed_chunks(
         rate: calls per second to pace at (sleeping between groups of 50 calls, untimed),
             or 0 for as fast as possible.
         chunks: how many slices to report.
+        helper_rss: the shipper process's RSS (KiB), sampled after each slice too; only for
+            ``shipper="process"`` (the other scenarios do not even import what it reads).
 
     Returns:
         The µs per call of each slice, and the RSS (KiB) after each, of this process and of
-        its shipper process (0: none).
+        its shipper process (empty without ``helper_rss``; 0 when it had none).
     """
     size = max(1, -(-records // chunks))
     group = 50 if rate > 0 else size
@@ -111,7 +117,8 @@ def _timed_chunks(
                 time.sleep(max(0.0, began + (low + group) / rate - time.monotonic()))
         costs.append(spent / (stop - start) * 1e6)
         rss.append(rss_kib())
-        helper.append(_helper_rss_kib() or 0)
+        if helper_rss is not None:
+            helper.append(helper_rss() or 0)
     return costs, rss, helper
 
 
@@ -121,12 +128,14 @@ def _log_and_report(
     rate: float = 0.0,
     warmup: int = 0,
     after: Callable[[], object] | None = None,
+    helper_rss: Callable[[], int | None] | None = None,
 ) -> dict[str, Any]:
     """Log, report the timings, wait for the parent's ``finish`` (it waits on the server).
 
     ``warmup`` calls come first, untimed (and reported, for the parent to count them);
     ``after`` runs after them, untimed too, and again after the last call, before the report
-    (``agent_logging.flush``: the warmup's records are shipped before the timing starts).
+    (``agent_logging.flush``: the warmup's records are shipped before the timing starts);
+    ``helper_rss`` as for :func:`_timed_chunks`.
 
     Returns:
         ``rss`` (the sampler's figures) and ``cpu_us``: this process's CPU time from the
@@ -140,7 +149,9 @@ def _log_and_report(
     with RssSampler() as rss:
         cpu0 = time.process_time()
         t0 = time.monotonic()
-        chunk_us, chunk_rss_kib, helper_rss_kib = _timed_chunks(call, records, rate)
+        chunk_us, chunk_rss_kib, helper_rss_kib = _timed_chunks(
+            call, records, rate, helper_rss=helper_rss
+        )
         t1 = time.monotonic()
         if after is not None:
             after()
@@ -200,9 +211,10 @@ def child_durable(
             rate,
             warmup=PACED_WARMUP if rate > 0 or flush else 0,
             after=(lambda: agent_logging.flush(timeout_s=60.0)) if flush else None,
+            helper_rss=_helper_rss_kib if shipper == "process" else None,
         )
         health = agent_logging.health()
-        helper_rss_kib = _helper_rss_kib()
+        helper_rss_kib = _helper_rss_kib() if shipper == "process" else None
         agent_logging.shutdown(timeout_s=2.0)
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
