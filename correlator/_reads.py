@@ -3,11 +3,11 @@
 :func:`matching_branches` and :func:`events_matching` are ``Store.events_matching``: one
 ``UNION`` branch per identifier kind, each on that column's index, read in two steps (which
 rows, in order, from the identifier, time and hash columns alone; then every column of just
-those rows, ``_rows``). :func:`nginx_events` finds the two halves of an nginx request in
-different files; :func:`lifecycle_events` the records findings read; :func:`bounds_for` one
-identifier's first and last evidence, :func:`time_bounds` all evidence's; :func:`rejects` the
-lines ingest rejected. Identifier column names are formatted into SQL only from
-the fixed :data:`ID_COLUMNS`; values are always bound.
+those rows, :func:`fetch_chosen`, which ``_seed`` shares). :func:`nginx_events` finds the two
+halves of an nginx request in different files; :func:`lifecycle_events` the records findings
+read; :func:`bounds_for` one identifier's first and last evidence, :func:`time_bounds` all
+evidence's; :func:`rejects` the lines ingest rejected. Identifier column names are formatted
+into SQL only from the fixed :data:`ID_COLUMNS`; values are always bound.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "ID_COLUMNS",
     "bounds_for",
     "events_matching",
+    "fetch_chosen",
     "lifecycle_events",
     "matching_branches",
     "nginx_events",
@@ -77,10 +78,6 @@ def events_matching(
 ) -> tuple[list[Event], bool]:
     """The events of :func:`matching_branches`' ``branches`` (not empty), oldest first (time,
     then hash): at most ``limit``, and whether more matched."""
-
-    def union(columns: str) -> str:
-        return " UNION ".join(f"SELECT {columns} {branch}" for branch in branches)
-
     # One snapshot for both steps: the row ids of the first must name the same rows in
     # the second (a concurrent cluster() rewrites the table).
     cursor.execute("BEGIN TRANSACTION")
@@ -89,34 +86,49 @@ def events_matching(
     # MATERIALIZED: ORDER BY + LIMIT straight over the union lets DuckDB's late
     # materialisation turn the index lookups into a full scan (4-8 s at 10^7 events).
     chosen = cursor.execute(
-        f"WITH matched AS MATERIALIZED ({union('rowid AS row_id, ts_ns, hash')}) "  # noqa: S608 - fixed names
+        f"WITH matched AS MATERIALIZED ({_union('rowid AS row_id, ts_ns, hash', branches)}) "  # noqa: S608 - fixed names
         "SELECT row_id FROM matched ORDER BY ts_ns, hash LIMIT ?",
         [*params, limit + 1],
     ).fetchall()
     truncated = len(chosen) > limit
-    row_ids = [row[0] for row in chosen[:limit]]
+    events = fetch_chosen(cursor, [row[0] for row in chosen[:limit]], branches, params)
+    cursor.execute("COMMIT")
+    return events, truncated
+
+
+def _union(columns: str, branches: list[str]) -> str:
+    return " UNION ".join(f"SELECT {columns} {branch}" for branch in branches)
+
+
+def fetch_chosen(
+    cursor: duckdb.DuckDBPyConnection, row_ids: list[int], branches: list[str], params: list[Any]
+) -> list[Event]:
+    """Every column of the rows ``row_ids`` (chosen from ``branches``, in the order wanted:
+    time, then hash), as Events in that order; the cursor's transaction must be the one they
+    were chosen in."""
+    if not row_ids:
+        return []
     by_row = row_filter(row_ids)
     if by_row is not None:
         where, row_params = by_row
-        events = fetch_events(
+        return fetch_events(
             cursor,
-            f"SELECT {COLUMN_LIST} FROM events WHERE {where} ORDER BY ts_ns, hash",  # noqa: S608 - fixed names, bound values
+            f"SELECT rowid, {COLUMN_LIST} FROM events WHERE {where}",  # noqa: S608 - fixed names, bound values
             row_params,
+            order=row_ids,
         )
-    else:
-        # Few rows: the branches again with every column, through the indexes. Many
-        # rows side by side (a store ordered by node): the branches again as scans the
-        # zone maps narrow down, not through the indexes (one row at a time).
-        if len(row_ids) > FETCH_ROWS:
-            cursor.execute("SET SESSION index_scan_max_count = 0")
-        events = fetch_events(
-            cursor,
-            f"WITH matched AS MATERIALIZED ({union(COLUMN_LIST)}) "  # noqa: S608 - fixed names
-            "SELECT * FROM matched ORDER BY ts_ns, hash LIMIT ?",
-            [*params, limit],
-        )
-    cursor.execute("COMMIT")
-    return events, truncated
+    # Few rows: the branches again with every column, through the indexes. Many rows side
+    # by side (a store ordered by node): the branches again as scans the zone maps narrow
+    # down, not through the indexes (one row at a time). The first len(row_ids) of them in
+    # the store's order are the rows chosen.
+    if len(row_ids) > FETCH_ROWS:
+        cursor.execute("SET SESSION index_scan_max_count = 0")
+    return fetch_events(
+        cursor,
+        f"WITH matched AS MATERIALIZED ({_union(COLUMN_LIST, branches)}) "  # noqa: S608 - fixed names
+        "SELECT * FROM matched ORDER BY ts_ns, hash LIMIT ?",
+        [*params, len(row_ids)],
+    )
 
 
 def nginx_events(

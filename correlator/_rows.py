@@ -66,18 +66,40 @@ def by_row_id(row_ids: Sequence[int]) -> bool:
     return touched * _SPAN_SHARE >= span
 
 
-def fetch_events(cursor: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]) -> list[Event]:
+def fetch_events(
+    cursor: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: Sequence[Any],
+    *,
+    order: Sequence[int] | None = None,
+) -> list[Event]:
     """The rows of ``sql`` (all the columns, EVENT_COLUMNS order) as Events.
 
     Through Arrow, a column at a time: DuckDB hands over its vectors, each column becomes
     one Python list, and ``map(Event, ...)`` zips them. Half the Python time of converting
     row tuples one value at a time (``fetchall``) for a busy node's 10,000 rows.
+
+    With ``order`` (row ids, in the order wanted), the first column of ``sql`` is the row id,
+    before the EVENT_COLUMNS, and the events come back in that order, one per row id: rows
+    chosen by row id in an order already known are fetched without an ``ORDER BY``, which
+    costs DuckDB half the fetch of a busy node's 10,000 rows (a sort of every column).
+
+    Raises:
+        LookupError: ``order`` names a row the query did not return.
     """
     table = cursor.sql(sql, params=params).to_arrow_table()
     columns = [column.to_pylist() for column in table.columns]
+    row_ids = columns.pop(0) if order is not None else None
     loads = orjson.loads
     columns[_ATTRS_AT] = [loads(attrs) if attrs else {} for attrs in columns[_ATTRS_AT]]
-    return list(map(Event, *columns))
+    events = list(map(Event, *columns))
+    if row_ids is None or order is None:
+        return events
+    by_row = dict(zip(row_ids, events, strict=True))
+    try:
+        return [by_row[row_id] for row_id in order]
+    except KeyError as exc:
+        raise LookupError(f"row {exc.args[0]} was chosen but not read back") from None
 
 
 def row_filter(row_ids: Sequence[int]) -> tuple[str, list[Any]] | None:

@@ -18,6 +18,7 @@ from agent_logging._ids import problem
 from agent_logging._render import rfc3339_ns
 from correlator import graph, timeline, verdict
 from correlator._parents import ParentQuery
+from correlator._seed import Seed
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import IDENTIFIER_KEYS, Event
 from correlator.sources._time import format_rfc3339_ns
@@ -151,15 +152,15 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     return shown
 
 
-def _expansion(
-    store: Store, key: str, value: str, window_s: float
-) -> tuple[graph.Expansion, int, int]:
-    bounds = store.bounds_for(key, value)
-    if bounds is None:
+def _expansion(store: Store, seed: Seed, window_s: float) -> tuple[graph.Expansion, int, int]:
+    """The expansion from ``seed`` in the window its evidence spans, widened by ``window_s``
+    either side; the seed's own link counts are those it was read with."""
+    key, value = seed.key, seed.value
+    if seed.bounds is None:
         raise NotFoundError(f"no evidence mentions {key}={value}")
-    from_ns = bounds[0] - int(window_s * _NS)
-    to_ns = bounds[1] + int(window_s * _NS) + 1
-    cache: dict[tuple[str, str], Mapping[str, Mapping[str, int]]] = {}
+    from_ns = seed.bounds[0] - int(window_s * _NS)
+    to_ns = seed.bounds[1] + int(window_s * _NS) + 1
+    cache: dict[tuple[str, str], Mapping[str, Mapping[str, int]]] = {(key, value): seed.link_counts}
 
     def link_counts(k: str, v: str) -> Mapping[str, Mapping[str, int]]:
         if (k, v) not in cache:
@@ -186,7 +187,8 @@ def graph_for(
 ) -> dict[str, Any]:
     """The identifier graph from one seed: ids, followed and refused links."""
     key, value = check_seed(key, value)
-    expansion, from_ns, to_ns = _expansion(store, key, value, window_s)
+    with store.seed(key, value) as seed:
+        expansion, from_ns, to_ns = _expansion(store, seed, window_s)
     shown = expansion.as_dict()
     shown["window"] = {"from": rfc3339_ns(from_ns), "to": rfc3339_ns(to_ns)}
     return shown
@@ -279,15 +281,19 @@ def _timeline(
     window_s: float,
 ) -> dict[str, Any]:
     lo, hi = from_ns, to_ns
-    # The seed's own events are part of every answer and do not depend on the expansion: they
-    # are read on a thread of their own while the expansion runs (DuckDB lets go of the GIL
-    # while it works, so the two overlap on two cores), then merged with the events of the
-    # identifiers the expansion adds. A busy node's 10,000 events are most of its answer.
-    # Leaving the block waits for the thread, also when the expansion raised: the store must
-    # not be closed under it.
-    with ThreadPoolExecutor(1, thread_name_prefix="correlator-seed") as pool:
-        own = pool.submit(store.events_matching, {key: [value]}, from_ns=lo, to_ns=hi, limit=limit)
-        expansion, window_from, window_to = _expansion(store, key, value, window_s)
+    # The seed is read once (its bounds, link counts and rows: ``_seed``). Its own events are
+    # part of every answer and do not depend on the expansion: they are read on a thread of
+    # their own while the expansion runs (DuckDB lets go of the GIL while it works, so the two
+    # overlap on two cores), then merged with the events of the identifiers the expansion
+    # adds. A busy node's 10,000 events are most of its answer. Leaving the blocks waits for
+    # the thread, also when the expansion raised: the seed's cursor must not be closed under
+    # it.
+    with (
+        store.seed(key, value) as seed,
+        ThreadPoolExecutor(1, thread_name_prefix="correlator-seed") as pool,
+    ):
+        own = pool.submit(seed.events, lo, hi, limit)
+        expansion, window_from, window_to = _expansion(store, seed, window_s)
         events, truncated = own.result()
     others = {
         k: [v for v in values if (k, v) != (key, value)] for k, values in expansion.ids.items()

@@ -1,0 +1,139 @@
+"""A timeline's seed read once (``Store.seed``): the same bounds, link counts and events as
+the separate reads it replaces, on every path rows are read by."""
+
+from __future__ import annotations
+
+import pytest
+
+from correlator._rows import fetch_events
+from correlator._schema import COLUMN_LIST
+from correlator.errors import QueryError
+from correlator.model import Event
+from correlator.store import Store
+from tests.correlator.events import T0, S, ev
+
+WINDOW_NS = 600 * S
+
+
+def _busy_store(store: Store) -> list[Event]:
+    """A busy node's 2,500 events in three batches (three runs of row ids), a quieter node
+    interleaved with them, allocations and correlations on some of the busy node's events."""
+    busy = [
+        ev(
+            i / 10,
+            "node",
+            f"step {i}",
+            node_id="n-busy",
+            node_instance_id="ni-1" if i < 1_800 else "ni-2",
+            allocation_id=f"a-{i // 500}" if i % 3 == 0 else None,
+            correlation_id=f"c-{i}" if i % 250 == 0 else None,
+        )
+        for i in range(2_500)
+    ]
+    other = [
+        ev(i / 10 + 0.05, "node", f"other {i}", node_id="n-other", allocation_id="a-0")
+        for i in range(300)
+    ]
+    store.insert_events(busy[1_000:2_000] + other[:100])
+    store.insert_events(other[100:200] + busy[:1_000])
+    store.insert_events(busy[2_000:] + other[200:])
+    return busy
+
+
+SEEDS = [
+    ("node_id", "n-busy"),
+    ("node_id", "n-other"),
+    ("allocation_id", "a-0"),
+    ("node_instance_id", "ni-2"),
+    ("correlation_id", "c-250"),
+    ("workflow_id", "wf-absent"),
+]
+WINDOWS = [
+    (None, None),
+    (T0 + 10 * S, None),
+    (T0 + 50 * S, T0 + 220 * S),
+    (T0 + 500 * S, T0 + 600 * S),
+]
+
+
+@pytest.mark.parametrize(
+    ("max_runs", "span_share"),
+    [(256, 0), (0, 0), (0, 10**9)],
+    ids=["row-id-ranges", "scan", "row-ids"],
+)
+@pytest.mark.parametrize(("key", "value"), SEEDS)
+def test_a_seed_reads_what_the_separate_reads_do(
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    max_runs: int,
+    span_share: int,
+    key: str,
+    value: str,
+) -> None:
+    monkeypatch.setattr("correlator._rows._MAX_RUNS", max_runs)
+    monkeypatch.setattr("correlator._rows._SPAN_SHARE", span_share)
+    _busy_store(store)
+    bounds = store.bounds_for(key, value)
+    with store.seed(key, value) as seed:
+        assert seed.bounds == bounds
+        if bounds is None:
+            assert seed.link_counts == {}
+            assert seed.events(None, None, 10) == ([], False)
+            return
+        # The expansion's window holds every one of the seed's rows.
+        window = {"from_ns": bounds[0] - WINDOW_NS, "to_ns": bounds[1] + WINDOW_NS + 1}
+        assert seed.link_counts == store.link_counts(key, value, **window)
+        assert seed.link_counts == store.link_counts(key, value)
+        for from_ns, to_ns in WINDOWS:
+            for limit in (1, 1_700, 2_500):
+                expected = store.events_matching(
+                    {key: [value]}, from_ns=from_ns, to_ns=to_ns, limit=limit
+                )
+                assert seed.events(from_ns, to_ns, limit) == expected, (from_ns, to_ns, limit)
+
+
+def test_a_busy_seeds_counts_and_order(store: Store) -> None:
+    busy = _busy_store(store)
+    with store.seed("node_id", "n-busy") as seed:
+        assert seed.bounds == (busy[0].ts_ns, busy[-1].ts_ns)
+        assert seed.link_counts["node_instance_id"] == {"ni-1": 1_800, "ni-2": 700}
+        every_third = {n: sum(i % 3 == 0 for i in range(n * 500, n * 500 + 500)) for n in range(5)}
+        assert every_third == {0: 167, 1: 167, 2: 166, 3: 167, 4: 167}
+        assert seed.link_counts["allocation_id"] == {f"a-{n}": every_third[n] for n in range(5)}
+        assert len(seed.link_counts["correlation_id"]) == 10
+        assert "workflow_id" not in seed.link_counts
+        events, truncated = seed.events(None, None, 2_100)
+    assert (events, truncated) == (busy[:2_100], True)
+
+
+def test_a_seeds_events_come_from_its_own_snapshot(store: Store) -> None:
+    # cluster() rewrites the table, so the row ids read with the seed name other rows
+    # afterwards; the seed's events must still be its own.
+    busy = _busy_store(store)
+    with store.seed("node_id", "n-busy") as seed:
+        store.cluster()
+        events, truncated = seed.events(T0 + 10 * S, None, 3_000)
+    assert (events, truncated) == (busy[100:], False)
+
+
+def test_a_seed_of_an_unknown_kind_is_refused(store: Store) -> None:
+    with (
+        pytest.raises(QueryError, match="unknown identifier key 'trace_id'"),
+        store.seed("trace_id", "x"),
+    ):
+        pass
+
+
+def test_rows_fetched_in_a_known_order_must_all_come_back(store: Store) -> None:
+    busy = _busy_store(store)
+    cursor = store.cursor()
+    row_ids = [
+        row[0]
+        for row in cursor.execute(
+            "SELECT rowid FROM events WHERE node_id = 'n-busy' ORDER BY ts_ns DESC LIMIT 3"
+        ).fetchall()
+    ]
+    sql = f"SELECT rowid, {COLUMN_LIST} FROM events WHERE rowid = ANY(?::BIGINT[])"  # noqa: S608 - fixed names
+    assert fetch_events(cursor, sql, [row_ids], order=row_ids) == busy[:-4:-1]
+    with pytest.raises(LookupError, match=f"row {row_ids[0] + 10_000} was chosen"):
+        fetch_events(cursor, sql, [row_ids], order=[row_ids[0] + 10_000, *row_ids])
