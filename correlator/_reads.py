@@ -3,7 +3,7 @@
 :func:`matching_branches` and :func:`events_matching` are ``Store.events_matching``: one
 ``UNION`` branch per identifier kind, each on that column's index, read in two steps (which
 rows, in order, from the identifier, time and hash columns alone; then every column of just
-those rows, :func:`fetch_chosen`, which ``_seed`` shares). :func:`nginx_events` finds the two
+those rows, :func:`fetch_chosen`). :func:`nginx_events` finds the two
 halves of an nginx request in different files; :func:`lifecycle_events` the records findings
 read; :func:`bounds_for` one identifier's first and last evidence, :func:`time_bounds` all
 evidence's; :func:`rejects` the lines ingest rejected. Identifier column names are formatted

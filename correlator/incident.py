@@ -187,8 +187,7 @@ def graph_for(
 ) -> dict[str, Any]:
     """The identifier graph from one seed: ids, followed and refused links."""
     key, value = check_seed(key, value)
-    with store.seed(key, value) as seed:
-        expansion, from_ns, to_ns = _expansion(store, seed, window_s)
+    expansion, from_ns, to_ns = _expansion(store, store.seed(key, value), window_s)
     shown = expansion.as_dict()
     shown["window"] = {"from": rfc3339_ns(from_ns), "to": rfc3339_ns(to_ns)}
     return shown
@@ -281,19 +280,15 @@ def _timeline(
     window_s: float,
 ) -> dict[str, Any]:
     lo, hi = from_ns, to_ns
-    # The seed is read once (its bounds, link counts and rows: ``_seed``). Its own events are
-    # part of every answer and do not depend on the expansion: they are read on a thread of
-    # their own while the expansion runs (DuckDB lets go of the GIL while it works, so the two
-    # overlap on two cores), then merged with the events of the identifiers the expansion
-    # adds. A busy node's 10,000 events are most of its answer. Leaving the blocks waits for
-    # the thread, also when the expansion raised: the seed's cursor must not be closed under
-    # it.
-    with (
-        store.seed(key, value) as seed,
-        ThreadPoolExecutor(1, thread_name_prefix="correlator-seed") as pool,
-    ):
-        own = pool.submit(seed.events, lo, hi, limit)
-        expansion, window_from, window_to = _expansion(store, seed, window_s)
+    # The seed's own events are part of every answer and do not depend on the expansion: they
+    # are read on a thread of their own while the seed's bounds and links are read and the
+    # expansion runs (DuckDB lets go of the GIL while it works, so the two overlap on two
+    # cores), then merged with the events of the identifiers the expansion adds. A busy
+    # node's 10,000 events are most of its answer. Leaving the block waits for the thread,
+    # also when the expansion raised: the store must not be closed under it.
+    with ThreadPoolExecutor(1, thread_name_prefix="correlator-seed") as pool:
+        own = pool.submit(store.events_matching, {key: [value]}, from_ns=lo, to_ns=hi, limit=limit)
+        expansion, window_from, window_to = _expansion(store, store.seed(key, value), window_s)
         events, truncated = own.result()
     others = {
         k: [v for v in values if (k, v) != (key, value)] for k, values in expansion.ids.items()

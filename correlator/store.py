@@ -24,8 +24,8 @@ file instead of logging every row to the WAL and writing it again at the checkpo
 Large answers (a busy node's 10,000 events) are read in two steps (``_reads``): which rows, in
 order, from the identifier, time and hash columns alone; then every column of just those rows,
 by ranges or a list of row ids, or by a scan the zone maps narrow down (``_rows``). A
-timeline's seed identifier takes the first step once for three uses (:meth:`Store.seed`,
-``_seed``): its bounds, its link counts and its rows. The
+timeline's seed identifier is read once for its bounds and link counts (:meth:`Store.seed`,
+``_seed``). The
 expansion's link counts and the link cardinalities are counted in SQL (``_links``), the
 lookups batched, one list per identifier kind (an IN list through the index, or on a small
 store one list parameter and a scan: ``_rows.one_of``); the parents' events take a few
@@ -254,11 +254,8 @@ class Store:
         with self._reader() as cursor:
             return _reads.events_matching(cursor, branches, params, limit)
 
-    @contextmanager
-    def seed(self, key: str, value: str) -> Iterator[Seed]:
-        """One identifier read once for a timeline or a graph (``_seed``): its bounds, its
-        link counts and its rows; :meth:`Seed.events` reads its events, in the same snapshot,
-        until the block ends (the cursor's close ends its read transaction).
+    def seed(self, key: str, value: str) -> Seed:
+        """One identifier's bounds and link counts, read once for an expansion (``_seed``).
 
         Raises:
             QueryError: an unknown identifier key.
@@ -266,8 +263,7 @@ class Store:
         if key not in IDENTIFIER_KEYS:
             raise QueryError(f"unknown identifier key {key!r}")
         with self._reader() as cursor:
-            cursor.execute("BEGIN TRANSACTION")
-            yield read_seed(cursor, key, value)
+            return read_seed(cursor, key, value)
 
     def parent_events_many(
         self, parents: Sequence[ParentQuery], *, from_ns: int, to_ns: int, limit: int

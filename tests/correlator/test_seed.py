@@ -1,5 +1,5 @@
-"""A timeline's seed read once (``Store.seed``): the same bounds, link counts and events as
-the separate reads it replaces, on every path rows are read by."""
+"""A timeline's seed read once (``Store.seed``): the same bounds and link counts as the
+separate reads it replaces; rows fetched in an order known beforehand (``_rows``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from correlator._schema import COLUMN_LIST
 from correlator.errors import QueryError
 from correlator.model import Event
 from correlator.store import Store
-from tests.correlator.events import T0, S, ev
+from tests.correlator.events import S, ev
 
 WINDOW_NS = 600 * S
 
@@ -48,80 +48,38 @@ SEEDS = [
     ("correlation_id", "c-250"),
     ("workflow_id", "wf-absent"),
 ]
-WINDOWS = [
-    (None, None),
-    (T0 + 10 * S, None),
-    (T0 + 50 * S, T0 + 220 * S),
-    (T0 + 500 * S, T0 + 600 * S),
-]
 
 
-@pytest.mark.parametrize(
-    ("max_runs", "span_share"),
-    [(256, 0), (0, 0), (0, 10**9)],
-    ids=["row-id-ranges", "scan", "row-ids"],
-)
 @pytest.mark.parametrize(("key", "value"), SEEDS)
-def test_a_seed_reads_what_the_separate_reads_do(
-    store: Store,
-    monkeypatch: pytest.MonkeyPatch,
-    max_runs: int,
-    span_share: int,
-    key: str,
-    value: str,
-) -> None:
-    monkeypatch.setattr("correlator._rows._MAX_RUNS", max_runs)
-    monkeypatch.setattr("correlator._rows._SPAN_SHARE", span_share)
+def test_a_seed_reads_what_the_separate_reads_do(store: Store, key: str, value: str) -> None:
     _busy_store(store)
+    seed = store.seed(key, value)
     bounds = store.bounds_for(key, value)
-    with store.seed(key, value) as seed:
-        assert seed.bounds == bounds
-        if bounds is None:
-            assert seed.link_counts == {}
-            assert seed.events(None, None, 10) == ([], False)
-            return
-        # The expansion's window holds every one of the seed's rows.
-        window = {"from_ns": bounds[0] - WINDOW_NS, "to_ns": bounds[1] + WINDOW_NS + 1}
-        assert seed.link_counts == store.link_counts(key, value, **window)
-        assert seed.link_counts == store.link_counts(key, value)
-        for from_ns, to_ns in WINDOWS:
-            for limit in (1, 1_700, 2_500):
-                expected = store.events_matching(
-                    {key: [value]}, from_ns=from_ns, to_ns=to_ns, limit=limit
-                )
-                assert seed.events(from_ns, to_ns, limit) == expected, (from_ns, to_ns, limit)
+    assert (seed.key, seed.value, seed.bounds) == (key, value, bounds)
+    if bounds is None:
+        assert seed.link_counts == {}
+        return
+    # The expansion's window holds every one of the seed's rows.
+    window = {"from_ns": bounds[0] - WINDOW_NS, "to_ns": bounds[1] + WINDOW_NS + 1}
+    assert seed.link_counts == store.link_counts(key, value, **window)
+    assert seed.link_counts == store.link_counts(key, value)
 
 
-def test_a_busy_seeds_counts_and_order(store: Store) -> None:
+def test_a_busy_seeds_bounds_and_counts(store: Store) -> None:
     busy = _busy_store(store)
-    with store.seed("node_id", "n-busy") as seed:
-        assert seed.bounds == (busy[0].ts_ns, busy[-1].ts_ns)
-        assert seed.link_counts["node_instance_id"] == {"ni-1": 1_800, "ni-2": 700}
-        every_third = {n: sum(i % 3 == 0 for i in range(n * 500, n * 500 + 500)) for n in range(5)}
-        assert every_third == {0: 167, 1: 167, 2: 166, 3: 167, 4: 167}
-        assert seed.link_counts["allocation_id"] == {f"a-{n}": every_third[n] for n in range(5)}
-        assert len(seed.link_counts["correlation_id"]) == 10
-        assert "workflow_id" not in seed.link_counts
-        events, truncated = seed.events(None, None, 2_100)
-    assert (events, truncated) == (busy[:2_100], True)
-
-
-def test_a_seeds_events_come_from_its_own_snapshot(store: Store) -> None:
-    # cluster() rewrites the table, so the row ids read with the seed name other rows
-    # afterwards; the seed's events must still be its own.
-    busy = _busy_store(store)
-    with store.seed("node_id", "n-busy") as seed:
-        store.cluster()
-        events, truncated = seed.events(T0 + 10 * S, None, 3_000)
-    assert (events, truncated) == (busy[100:], False)
+    seed = store.seed("node_id", "n-busy")
+    assert seed.bounds == (busy[0].ts_ns, busy[-1].ts_ns)
+    assert seed.link_counts["node_instance_id"] == {"ni-1": 1_800, "ni-2": 700}
+    every_third = {n: sum(i % 3 == 0 for i in range(n * 500, n * 500 + 500)) for n in range(5)}
+    assert every_third == {0: 167, 1: 167, 2: 166, 3: 167, 4: 167}
+    assert seed.link_counts["allocation_id"] == {f"a-{n}": every_third[n] for n in range(5)}
+    assert seed.link_counts["correlation_id"] == {f"c-{i}": 1 for i in range(0, 2_500, 250)}
+    assert "workflow_id" not in seed.link_counts
 
 
 def test_a_seed_of_an_unknown_kind_is_refused(store: Store) -> None:
-    with (
-        pytest.raises(QueryError, match="unknown identifier key 'trace_id'"),
-        store.seed("trace_id", "x"),
-    ):
-        pass
+    with pytest.raises(QueryError, match="unknown identifier key 'trace_id'"):
+        store.seed("trace_id", "x")
 
 
 def test_rows_fetched_in_a_known_order_must_all_come_back(store: Store) -> None:
