@@ -293,3 +293,33 @@ def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enable
         assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+class _Young:
+    """A container the collector tracks, to find in a generation."""
+
+
+def test_an_answers_objects_leave_the_young_generation_unwalked() -> None:
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    with incident._collector_paused():
+        made = [_Young() for _ in range(5_000)]
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert all(id(obj) in oldest for obj in made)
+    assert gc.get_count()[0] < 100  # not the 5,000 allocations of the answer
+
+
+def test_objects_frozen_by_the_process_stay_frozen() -> None:
+    kept = _Young()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with incident._collector_paused():
+            made = [_Young() for _ in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+        assert id(kept) not in {id(obj) for obj in gc.get_objects()}  # still frozen
+        assert len(made) == 1_000
+    finally:
+        gc.unfreeze()
