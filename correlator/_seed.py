@@ -17,12 +17,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from operator import is_not
 
 import duckdb
 
 from correlator.model import IDENTIFIER_KEYS
 
 __all__ = ["Seed", "read_seed"]
+
+_is_set = partial(is_not, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +60,9 @@ def read_seed(cursor: duckdb.DuckDBPyConnection, key: str, value: str) -> Seed:
     times, *columns = (column.to_pylist() for column in table.columns)
     link_counts: dict[str, dict[str, int]] = {}
     for other, values in zip(others, columns, strict=True):
-        counts = Counter(values)
-        counts.pop(None, None)
+        # The rows without this identifier (most rows of a node carry no correlation id) are
+        # dropped in C before counting rather than counted and popped.
+        counts = Counter(filter(_is_set, values))
         if counts:
             link_counts[other] = dict(counts)
     bounds = (min(times), max(times)) if times else None
