@@ -252,7 +252,7 @@ def measure_cluster(db: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - started, "db_mib": db.stat().st_size / 2**20}
 
 
-def _fleet(directory: Path, events: int, seed: int, keep: bool) -> tuple[Fleet, float]:
+def fleet_in(directory: Path, events: int, seed: int, keep: bool) -> tuple[Fleet, float]:
     """The generated fleet, or (``--keep``) the one a previous run left in ``directory``."""
     saved = directory / "fleet.json"
     if keep and saved.exists():
@@ -319,7 +319,7 @@ def run_size(
     """
     directory = workdir / f"n{events}"
     directory.mkdir(parents=True, exist_ok=keep)
-    fleet, generate_s = _fleet(directory, events, seed, keep)
+    fleet, generate_s = fleet_in(directory, events, seed, keep)
     _say(
         f"{events:,}: {'generated' if generate_s else 'reusing'} {fleet.events:,} events "
         f"({fleet.allocations:,} allocations, {fleet.nodes} nodes, busy ones "

@@ -1,0 +1,138 @@
+"""What an NDJSON ingest done by DuckDB alone reaches on this machine: the floors under issue 4's
+200,000 events/s.
+
+On one generated fleet (``benchmarks.fleet``, agent JSON lines, one file per layer), each into
+a fresh on-disk DuckDB file, closed (checkpointed) at the end:
+
+1. copy (the baseline): DuckDB's own NDJSON reader, ``read_json`` with columns and types
+   detected (``union_by_name``), copying every file into one table: no mapping, no checks, no
+   ``raw``, no hash, no indexes;
+2. DuckDB mapping, no indexes: every line read as text (``read_csv``, one column), sixteen
+   fields of DESIGN §4 taken with one ``json_extract_string`` per line (one parse for all the
+   paths), the line kept as ``raw``, DuckDB's 64-bit ``hash`` of it, inserted into the
+   ``events`` table of ``correlator._schema`` without its indexes. Less than the correlator's
+   ingest does: no ``attrs``, no identifier or level checks, no rejects with line numbers, no
+   de-duplication against stored events;
+3. DuckDB mapping: the same into the ``events`` table with its five identifier indexes (what a
+   timeline's lookups need);
+4. the correlator: ``correlator.ingest.ingest_paths(store, "agent", files, workers=2)``, as
+   ``benchmarks.correlator`` measures it (``--skip-correlator`` leaves it out: ~40 s per 10^6
+   events).
+
+Each is printed with its ratio to the copy measured in the same run. Run:
+``python -m benchmarks.ingest_floor [--events 1e6] [--seed 1] [--keep DIR]
+[--skip-correlator]``; ``--keep DIR`` reuses a fleet ``benchmarks.correlator --keep DIR``
+generated (``DIR/n<events>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import duckdb
+
+from benchmarks._common import machine_note
+from benchmarks.correlator import fleet_in, measure_duckdb_floor, measure_ingest
+from correlator._schema import DDL, EVENTS_COLUMNS_DDL
+
+#: The record fields the DuckDB mapping extracts, in the order of :data:`_MAPPED`'s columns
+#: from ``service`` on.
+_PATHS: Final = (
+    "ts",
+    "layer",
+    "event",
+    "service",
+    "level",
+    "node_id",
+    "node_instance_id",
+    "correlation_id",
+    "allocation_id",
+    "workflow_id",
+    "trace_id",
+    "span_id",
+    "method",
+    "path",
+    "status",
+    "duration_s",
+)
+_MAPPED: Final = (
+    "ts_ns, layer, source, origin, message, raw, hash, service, level, node_id, "
+    "node_instance_id, correlation_id, allocation_id, workflow_id, trace_id, span_id, "
+    "http_method, http_path, http_status, duration_s"
+)
+_INSERT: Final = f"""
+INSERT INTO events ({_MAPPED})
+SELECT epoch_ns(CAST(f[1] AS TIMESTAMP_NS)), f[2], 'agent', filename, f[3], line,
+       (hash(line) & 9223372036854775807)::BIGINT, f[4], f[5], f[6], f[7], f[8], f[9], f[10],
+       f[11], f[12], f[13], f[14], TRY_CAST(f[15] AS INTEGER), TRY_CAST(f[16] AS DOUBLE)
+FROM (
+    SELECT line, filename,
+           json_extract_string(line, [{", ".join(f"'$.{p}'" for p in _PATHS)}]) AS f
+    FROM read_csv(?, columns = {{'line': 'VARCHAR'}}, delim = E'\\x01', quote = '',
+                  escape = '', header = false, filename = true)
+)
+"""  # noqa: S608 - fixed text
+
+
+def measure_duckdb_mapping(paths: Sequence[Path], db: Path, *, indexes: bool) -> dict[str, float]:
+    """Lines mapped and inserted by DuckDB alone (see the module docstring, 2 and 3)."""
+    db.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with duckdb.connect(str(db)) as con:
+        con.execute("SET enable_progress_bar = false")
+        con.execute(DDL if indexes else f"CREATE TABLE events ({EVENTS_COLUMNS_DDL})")
+        con.execute(_INSERT, [[str(path) for path in paths]])
+        row = con.execute("SELECT count(*) FROM events").fetchone()
+    elapsed = time.perf_counter() - started
+    db.unlink()
+    events = int(row[0]) if row else 0
+    return {"events": events, "seconds": elapsed, "events_per_s": events / elapsed}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", default="1e6", help="fleet size (events)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="reuse (or leave) the fleet in DIR/n<events>")
+    parser.add_argument("--skip-correlator", action="store_true", help="leave out 4")
+    args = parser.parse_args(argv)
+    events = int(float(args.events))
+    with tempfile.TemporaryDirectory(prefix="ingest-floor-") as scratch:
+        base = args.keep or Path(scratch)
+        directory = base / f"n{events}"
+        directory.mkdir(parents=True, exist_ok=True)
+        fleet, _ = fleet_in(directory, events, args.seed, args.keep is not None)
+        print(machine_note())
+        print(f"fleet: {fleet.events:,} events in {len(fleet.files)} files ({directory})")
+        db = Path(scratch) / "floor.duckdb"
+        rows = [("copy: DuckDB read_json", measure_duckdb_floor(fleet.files, db))]
+        rows.append(
+            (
+                "DuckDB mapping, no indexes",
+                measure_duckdb_mapping(fleet.files, db, indexes=False),
+            )
+        )
+        rows.append(
+            (
+                "DuckDB mapping, 5 indexes",
+                measure_duckdb_mapping(fleet.files, db, indexes=True),
+            )
+        )
+        if not args.skip_correlator:
+            rows.append(("correlator ingest_paths, workers=2", measure_ingest(fleet.files, db, 2)))
+            db.unlink()
+    baseline = rows[0][1]["events_per_s"]
+    print(f"{'':36} {'events/s':>10} {'seconds':>8} {'/ copy':>7}")
+    for name, figures in rows:
+        rate = figures["events_per_s"]
+        print(f"{name:36} {rate:>10,.0f} {figures['seconds']:>8.1f} {rate / baseline:>7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
