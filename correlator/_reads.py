@@ -3,11 +3,11 @@
 :func:`matching_branches` and :func:`events_matching` are ``Store.events_matching``: one
 ``UNION`` branch per identifier kind, each on that column's index, read in two steps (which
 rows, in order, from the identifier, time and hash columns alone; then every column of just
-those rows, :func:`fetch_chosen`). :func:`nginx_events` finds the two
-halves of an nginx request in different files; :func:`lifecycle_events` the records findings
-read; :func:`bounds_for` one identifier's first and last evidence, :func:`time_bounds` all
-evidence's; :func:`rejects` the lines ingest rejected. Identifier column names are formatted
-into SQL only from the fixed :data:`ID_COLUMNS`; values are always bound.
+those rows, :func:`fetch_chosen`). :func:`nginx_events` finds the two halves of an nginx
+request in different files; :func:`lifecycle_events` the records findings read;
+:func:`time_bounds` all evidence's first and last; :func:`rejects` the lines ingest
+rejected. Identifier column names are formatted into SQL only from the fixed
+:data:`ID_COLUMNS`; values are always bound.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from correlator.model import IDENTIFIER_KEYS, Event
 
 __all__ = [
     "ID_COLUMNS",
-    "bounds_for",
     "events_matching",
     "fetch_chosen",
     "lifecycle_events",
@@ -164,16 +163,6 @@ def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> list[Even
         "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
     )
     return fetch_events(cursor, sql, [limit])
-
-
-def bounds_for(cursor: duckdb.DuckDBPyConnection, key: str, value: str) -> tuple[int, int] | None:
-    """Earliest and latest ``ts_ns`` of events with ``key = value``, or None when there are
-    none. ``key`` must be one of :data:`ID_COLUMNS` (the caller checks)."""
-    row = cursor.execute(
-        f"SELECT min(ts_ns), max(ts_ns) FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
-        [value],
-    ).fetchone()
-    return _bounds(row)
 
 
 def time_bounds(cursor: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:

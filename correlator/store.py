@@ -9,30 +9,19 @@ The store keeps nothing that cannot be rebuilt from its sources: deleting the fi
 re-ingesting gives the same answers.
 
 What keeps a timeline fast at 10^7 events (``benchmarks/correlator.py``, figures in
-``benchmarks/RESULTS.md``): an ART index per identifier column, created with the table (a
-timeline is some twenty lookups of one identifier value each: a full scan costs ~80 ms per
-lookup at 10^6 events on a 2-core machine, an index lookup 1-3 ms; keeping the indexes costs
-~2.5 µs of CPU per inserted event). DuckDB uses an index only when the indexed column holds
-the scan's one filter and at most ``index_scan_max_count`` rows match, so the queries
-(``_reads``, ``_links``, ``_parents``) keep the other conditions out of the scan: no ``OR``
-across identifier columns (a ``UNION`` of one branch per kind), time windows applied after the
-lookup. The link cardinalities are kept in a table of their own, so a process that opens the
-store to answer one question (the CLI) does not rescan every event first. Ingest runs as one
-transaction per input (:meth:`Store.bulk`): DuckDB then writes full row groups straight to the
-file instead of logging every row to the WAL and writing it again at the checkpoint.
-
-Large answers (a busy node's 10,000 events) are read in two steps (``_reads``): which rows, in
-order, from the identifier, time and hash columns alone; then every column of just those rows,
-by ranges or a list of row ids, or by a scan the zone maps narrow down (``_rows``). A
-timeline's seed identifier is read once for its bounds and link counts (:meth:`Store.seed`,
-``_seed``). The
-expansion's link counts and the link cardinalities are counted in SQL (``_links``), the
-lookups batched, one list per identifier kind (an IN list through the index, or on a small
-store one list parameter and a scan: ``_rows.one_of``); the parents' events take a few
-queries for all of them (``_parents``). Each inserted batch (``_writes``) is sorted by node,
-then time, into row groups of 16,384 rows (the file is attached with that size, see
-:class:`Store`), so a busy node's events of one batch sit side by side. The tables' columns,
-types and DDL are in ``_schema``.
+``benchmarks/RESULTS.md``): an ART index per identifier column (a lookup costs 1-3 ms where a
+scan costs ~80 ms at 10^6 events; keeping them costs ~2.5 µs per inserted event), used only
+while the indexed column is the scan's one filter and at most ``index_scan_max_count`` rows
+match, so the queries (``_reads``, ``_seed``, ``_links``, ``_parents``) keep other conditions
+out of the scan: a ``UNION`` of one branch per identifier kind rather than an ``OR``, time
+windows applied after the lookup. Large answers (a busy node's 10,000 events) are read in two
+steps: which rows, in order, from a few narrow columns; then every column of just those rows
+(``_rows``). Each inserted batch is sorted by node, then time, into row groups of 16,384 rows
+(see :class:`Store`), so a busy node's events of one batch sit side by side. The link
+cardinalities are kept in a table of their own, so that a process opening the store for one
+question (the CLI) does not rescan every event first. Ingest runs one transaction per input
+(:meth:`Store.bulk`): DuckDB writes full row groups straight to the file instead of logging
+every row to the WAL. The tables' columns, types and DDL are in ``_schema``.
 """
 
 from __future__ import annotations
@@ -338,13 +327,6 @@ class Store:
             _writes.set_links(cursor, rows)
             self._cardinality = None
         return len(rows)
-
-    def bounds_for(self, key: str, value: str) -> tuple[int, int] | None:
-        """Earliest and latest evidence of one identifier, or None when there is none."""
-        if key not in ID_COLUMNS:
-            raise QueryError(f"unknown identifier key {key!r}")
-        with self._reader() as cursor:
-            return _reads.bounds_for(cursor, key, value)
 
     def lifecycle_events(self, *, limit: int = 1_000_000) -> list[Event]:
         """Every lifecycle event: entity transitions, provider jobs, projections, and any

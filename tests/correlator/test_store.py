@@ -126,7 +126,7 @@ def test_link_counts_and_bounds(filled: Store) -> None:
     assert filled.link_counts("node_id", "n-17", from_ns=T0 + 4_000_000_000) == {
         "node_instance_id": {"ni-4": 1}
     }
-    assert filled.bounds_for("allocation_id", "a-10") == (
+    assert filled.seed("allocation_id", "a-10").bounds == (
         T0 + 5_000_000_000,
         T0 + 6_000_000_000,
     )
@@ -423,7 +423,8 @@ def test_identifier_values_are_bound_not_formatted_into_sql(
         messages = [(offset, f"request {offset}")]
         links = {"correlation_id": {f"c-{offset}": 1}, "workflow_id": {value: 1}}
 
-    assert store.bounds_for("allocation_id", value) == bounds
+    seed = store.seed("allocation_id", value)
+    assert (seed.bounds, seed.link_counts) == (bounds, links)
     events, truncated = store.events_matching({"allocation_id": [value]})
     assert (_messages(events), truncated) == (messages, False)
     assert store.link_counts("allocation_id", value) == links
