@@ -56,9 +56,13 @@ BATCH_EVENTS: Final = 50_000
 #: Parsed batches are inserted this many events at a time: each insert joins its hashes
 #: against every stored one (~0.2 s per insert at 10^7 stored events).
 INSERT_EVENTS: Final = 200_000
-#: Files at least this large are parsed by worker processes: starting them costs about a
-#: second, a 64 MiB NDJSON file (~200,000 lines) takes several seconds to parse on one core.
+#: Input is parsed by worker processes when its files of :data:`PARALLEL_FILE_BYTES` or more
+#: add up to at least this much: starting them costs about a second, 64 MiB of NDJSON
+#: (~200,000 lines) take several seconds to parse on one core.
 PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
+#: Files smaller than this (about one 50,000-line batch of NDJSON) are parsed in process: the
+#: workers would parse their one batch while the main process waits for it.
+PARALLEL_FILE_BYTES: Final = 16 * 1024 * 1024
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
 #: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
@@ -139,6 +143,14 @@ def _read_failure(path: Path, lines_read: int, exc: BaseException) -> str:
         return f"{path.name} has damaged gzip data {after}: {exc}"
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
     return f"{path.name} cannot be read {after}: {detail}"
+
+
+def _size(path: Path) -> int:
+    """A file's size in bytes; 0 when it cannot be read (opening it then says why)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -381,10 +393,12 @@ def ingest_paths(
 ) -> IngestResult:
     """Ingest files (``-`` is not a path here: the CLI passes stdin itself).
 
-    With ``workers`` > 1, files of :data:`PARALLEL_MIN_BYTES` or more, of a kind with a
+    With ``workers`` > 1, files of :data:`PARALLEL_FILE_BYTES` or more, of a kind with a
     columnar parser, are parsed by that many worker processes (:func:`parse_pool`), started
-    once for all of them. Opt-in: they are ``spawn``ed, which re-imports the caller's
-    ``__main__`` module, so the program must guard its entry point with
+    once for all of them, when such files add up to :data:`PARALLEL_MIN_BYTES` or more (ten
+    files of 23-48 MB at 10^6 events: 29,915 events/s against 23,047 when each file had to
+    reach 64 MiB, ``benchmarks/RESULTS.md``). Opt-in: they are ``spawn``ed, which re-imports
+    the caller's ``__main__`` module, so the program must guard its entry point with
     ``if __name__ == "__main__":`` (as ``multiprocessing`` requires).
 
     A file that cannot be read to its end (a truncated or damaged ``.gz``) keeps the lines
@@ -400,13 +414,14 @@ def ingest_paths(
     """
     module = _module(kind)  # an unknown kind fails before any file is opened
     columnar = getattr(module, "parse_columns", None) is not None and workers > 1
+    sizes = [_size(path) for path in paths]
+    parallel = columnar and sum(s for s in sizes if s >= PARALLEL_FILE_BYTES) >= PARALLEL_MIN_BYTES
     result = IngestResult()
     with ExitStack() as stack:
         pool: Executor | None = None
-        for path in paths:
+        for path, size in zip(paths, sizes, strict=True):
             with _open(path) as handle:
-                size = path.stat().st_size
-                if pool is None and columnar and size >= PARALLEL_MIN_BYTES:
+                if pool is None and parallel and size >= PARALLEL_FILE_BYTES:
                     pool = stack.enter_context(parse_pool(workers))
                 tick = progress(path, size) if progress is not None else None
                 damage: list[Reject] = []

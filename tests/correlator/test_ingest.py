@@ -92,11 +92,36 @@ def test_ingest_paths_parses_in_process_below_the_threshold_or_without_workers(
     path = tmp_path / "evidence.log"
     path.write_bytes(content)
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(content) + min_bytes_over_size)
+    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", 0)
     with Store(tmp_path / "evidence.duckdb") as store:
         result = ingest_paths(store, kind, [path], workers=workers)
         again = ingest_paths(store, kind, [path], workers=workers)
     assert (result.accepted, again.accepted) == (accepted, 0)
     assert started_pools == []
+
+
+@pytest.mark.integration
+def test_files_large_enough_together_go_to_the_workers_and_small_ones_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
+) -> None:
+    # Two files of four lines (each under the input's threshold, together over it) are parsed
+    # by the workers, a batch each; a file of one line, under the file threshold, in process.
+    # One file of four lines alone is under the input's threshold: no pool at all.
+    content = b"\n".join(LINES[:4]) + b"\n"
+    first, second, small = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    first.write_bytes(content)
+    second.write_bytes(content.replace(b"13:11:", b"13:12:"))
+    small.write_bytes(LINES[6] + b"\n")
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 2 * len(content))
+    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", len(content))
+    with Store(tmp_path / "alone.duckdb") as store:
+        assert ingest_paths(store, "agent", [first, small], workers=2).accepted == 4
+    assert started_pools == []
+    with Store(tmp_path / "evidence.duckdb") as store:
+        result = ingest_paths(store, "agent", [small, first, second], workers=2)
+    assert (result.accepted, sum(result.rejected.values())) == (7, 2)
+    (pool,) = started_pools
+    assert (pool.workers, pool.submitted) == (2, 2)
 
 
 def test_a_first_load_computes_the_link_cardinalities(tmp_path: Path) -> None:
@@ -212,6 +237,7 @@ def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
     damaged.write_bytes(TWO_LINES + GZIP_HEADER)
     # Exactly at the threshold: to the workers (one byte less stays in process, above).
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(TWO_LINES + GZIP_HEADER))
+    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", len(TWO_LINES + GZIP_HEADER))
     with Store(tmp_path / "evidence.duckdb") as store:
         result = ingest_paths(store, "agent", [damaged], workers=2)
         rejects = _contents(store)[1]
