@@ -113,7 +113,7 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
 
 
 def _workers(requested: int | None) -> int:
-    from correlator.ingest import MAX_WORKERS
+    from correlator._parse_workers import MAX_WORKERS
 
     if requested is None:
         return min(os.cpu_count() or 1, MAX_WORKERS)

@@ -6,26 +6,25 @@ be read to its end (a ``.gz`` cut short while log rotation still writes it, or d
 the lines read before the damage and gets a reject of its own saying where reading stopped.
 NDJSON takes the adapter's columnar fast path when it has one (no Event objects at all); on
 request, large files of those kinds are parsed by worker processes while the main process
-stores what they return (the parser is pure Python and the slower half of an NDJSON ingest).
+stores what they return (``_parse_workers``: the parser is pure Python and the slower half of
+an NDJSON ingest).
 """
 
 from __future__ import annotations
 
 import gzip
 import importlib
-import multiprocessing
-import os
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
-from correlator._schema import columns_from_events, events_table
+from correlator._parse_workers import parse_pool, parsed_batches
+from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
 from correlator.model import SOURCE_KINDS, Event, Reject
 from correlator.sources import Parser
@@ -63,8 +62,6 @@ PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
 #: Files smaller than this (about one 50,000-line batch of NDJSON) are parsed in process: the
 #: workers would parse their one batch while the main process waits for it.
 PARALLEL_FILE_BYTES: Final = 16 * 1024 * 1024
-#: Worker processes at most (the main process stores; DuckDB has threads of its own).
-MAX_WORKERS: Final = 4
 #: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
@@ -188,7 +185,9 @@ def ingest_lines(
     if getattr(module, "parse_columns", None) is not None:
         staged: list[pa.Table] = []
         with store.bulk():
-            for table, rejects in _parsed(module.__name__, kind, lines, origin, batch_events, pool):
+            for table, rejects in parsed_batches(
+                module.__name__, kind, lines, origin, batch_events, pool
+            ):
                 result.add(store.insert_rejects(rejects))
                 staged.append(table)
                 # Each insert checks the batch against every stored hash: fewer, larger ones.
@@ -298,75 +297,6 @@ def ingest_items(
             events, rejects = [], []
     result.add(_flush(store, events, rejects, link))
     return result
-
-
-def parse_pool(workers: int | None = None) -> Executor:
-    """Worker processes for :func:`ingest_lines`.
-
-    They are ``spawn``ed, not forked: the parent's DuckDB and Arrow threads may hold locks a
-    forked child would inherit. ``spawn`` re-imports the parent's ``__main__``, which must
-    therefore guard its entry point with ``if __name__ == "__main__":``.
-
-    Args:
-        workers: how many; by default one per core, at most :data:`MAX_WORKERS`.
-
-    Returns:
-        An executor to shut down (use it as a context manager).
-    """
-    count = min(workers or os.cpu_count() or 1, MAX_WORKERS)
-    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
-
-
-def _parse_chunk(
-    module_name: str, kind: str, chunk: list[bytes], origin: str, start_line: int
-) -> tuple[pa.Table, list[Reject]]:
-    """One batch through the columnar parser, as the table the store inserts (in a worker:
-    building the Arrow table there too leaves the main process only the insert)."""
-    parse_columns = importlib.import_module(module_name).parse_columns
-    columns, rejects = parse_columns(chunk, origin, source=kind, start_line=start_line)
-    return events_table(columns), rejects
-
-
-def _parsed(
-    module_name: str,
-    kind: str,
-    lines: Iterable[bytes],
-    origin: str,
-    batch_events: int,
-    pool: Executor | None,
-) -> Iterator[tuple[pa.Table, list[Reject]]]:
-    """Parsed batches in input order, from ``pool`` when given (a few batches ahead)."""
-    offset = 0
-    if pool is None:
-        for chunk in _chunks(lines, batch_events):
-            # Chunks continue the file's line numbering; the kind is the source recorded.
-            yield _parse_chunk(module_name, kind, chunk, origin, offset + 1)
-            offset += len(chunk)
-        return
-    depth = MAX_WORKERS + 1  # batches in flight: enough to keep the workers busy, and bounded
-    pending: deque[Future[tuple[pa.Table, list[Reject]]]] = deque()
-    try:
-        for chunk in _chunks(lines, batch_events):
-            pending.append(pool.submit(_parse_chunk, module_name, kind, chunk, origin, offset + 1))
-            offset += len(chunk)
-            if len(pending) >= depth:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for future in pending:  # an insert failed: nothing more to parse
-            future.cancel()
-
-
-def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    chunk: list[bytes] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def _flush(

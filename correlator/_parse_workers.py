@@ -1,0 +1,96 @@
+"""Parsing an input's batches in worker processes while the main process stores them.
+
+The columnar parsers (``parse_columns``) are pure Python and the slower half of an NDJSON
+ingest; :func:`parse_pool` starts worker processes for them and :func:`parsed_batches` hands
+them an input's batches a few at a time, yielding each parsed batch, as the Arrow table the
+store inserts, in input order. Without a pool the batches are parsed in process, the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from typing import Final
+
+import pyarrow as pa
+
+from correlator._schema import events_table
+from correlator.model import Reject
+
+__all__ = ["MAX_WORKERS", "parse_pool", "parsed_batches"]
+
+#: Worker processes at most (the main process stores; DuckDB has threads of its own).
+MAX_WORKERS: Final = 4
+
+
+def parse_pool(workers: int | None = None) -> Executor:
+    """Worker processes for :func:`ingest_lines`.
+
+    They are ``spawn``ed, not forked: the parent's DuckDB and Arrow threads may hold locks a
+    forked child would inherit. ``spawn`` re-imports the parent's ``__main__``, which must
+    therefore guard its entry point with ``if __name__ == "__main__":``.
+
+    Args:
+        workers: how many; by default one per core, at most :data:`MAX_WORKERS`.
+
+    Returns:
+        An executor to shut down (use it as a context manager).
+    """
+    count = min(workers or os.cpu_count() or 1, MAX_WORKERS)
+    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _parse_chunk(
+    module_name: str, kind: str, chunk: list[bytes], origin: str, start_line: int
+) -> tuple[pa.Table, list[Reject]]:
+    """One batch through the columnar parser, as the table the store inserts (in a worker:
+    building the Arrow table there too leaves the main process only the insert)."""
+    parse_columns = importlib.import_module(module_name).parse_columns
+    columns, rejects = parse_columns(chunk, origin, source=kind, start_line=start_line)
+    return events_table(columns), rejects
+
+
+def parsed_batches(
+    module_name: str,
+    kind: str,
+    lines: Iterable[bytes],
+    origin: str,
+    batch_events: int,
+    pool: Executor | None,
+) -> Iterator[tuple[pa.Table, list[Reject]]]:
+    """Parsed batches in input order, from ``pool`` when given (a few batches ahead)."""
+    offset = 0
+    if pool is None:
+        for chunk in _chunks(lines, batch_events):
+            # Chunks continue the file's line numbering; the kind is the source recorded.
+            yield _parse_chunk(module_name, kind, chunk, origin, offset + 1)
+            offset += len(chunk)
+        return
+    depth = MAX_WORKERS + 1  # batches in flight: enough to keep the workers busy, and bounded
+    pending: deque[Future[tuple[pa.Table, list[Reject]]]] = deque()
+    try:
+        for chunk in _chunks(lines, batch_events):
+            pending.append(pool.submit(_parse_chunk, module_name, kind, chunk, origin, offset + 1))
+            offset += len(chunk)
+            if len(pending) >= depth:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:  # an insert failed: nothing more to parse
+            future.cancel()
+
+
+def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+    chunk: list[bytes] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
