@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="processes that parse files of 16 MiB or more once they add up to 64 MiB"
+        help="processes that parse the files once they add up to 64 MiB"
         " (default: one per core, at most 4; 1 parses in this process)",
     )
     ingest.add_argument("--query", help="LogQL (with --source loki)")

@@ -1,9 +1,13 @@
-"""Parsing an input's batches in worker processes while the main process stores them.
+"""Parsing inputs' batches in worker processes while the main process stores them.
 
 The columnar parsers (``parse_columns``) are pure Python and the slower half of an NDJSON
-ingest; :func:`parse_pool` starts worker processes for them and :func:`parsed_batches` hands
-them an input's batches a few at a time, yielding each parsed batch, as the Arrow table the
-store inserts, in input order. Without a pool the batches are parsed in process, the same way.
+ingest; :func:`parse_pool` starts worker processes for them. :func:`parsed_batches` hands them
+one input's batches a few at a time, yielding each parsed batch, as the Arrow table the store
+inserts, in input order (without a pool the batches are parsed in process, the same way);
+:func:`parsed_inputs` does the same for several inputs in turn, the workers running ahead
+across the end of one input into the next, so that they parse while the main process stores
+an input's last batches (one insert at its end, most of the time, for an input of a few
+batches).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa
@@ -21,10 +26,21 @@ import pyarrow as pa
 from correlator._schema import events_table
 from correlator.model import Reject
 
-__all__ = ["MAX_WORKERS", "parse_pool", "parsed_batches"]
+__all__ = ["MAX_WORKERS", "InputEnd", "Parsed", "parse_pool", "parsed_batches", "parsed_inputs"]
 
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
+
+#: One parsed batch: the table the store inserts, and the batch's rejects.
+Parsed = tuple[pa.Table, list[Reject]]
+
+
+@dataclass(frozen=True, slots=True)
+class InputEnd:
+    """The end of an input in :func:`parsed_inputs`' stream: every batch of input ``index``
+    came before it."""
+
+    index: int
 
 
 def parse_pool(workers: int | None = None) -> Executor:
@@ -83,6 +99,70 @@ def parsed_batches(
     finally:
         for future in pending:  # an insert failed: nothing more to parse
             future.cancel()
+
+
+def parsed_inputs(
+    module_name: str,
+    kind: str,
+    inputs: Iterable[tuple[str, Iterable[bytes]]],
+    batch_events: int,
+    pool: Executor,
+) -> Iterator[Parsed | InputEnd]:
+    """Each input's parsed batches in order, then its :class:`InputEnd`, input after input.
+
+    ``inputs`` yields ``(origin, lines)``; the lines of one are read before the next is asked
+    for. The workers run a few batches ahead, past the end of an input into the next. An
+    input that fails to open (``inputs`` raises) raises here only once every input before it
+    has been handed over, ended: what came before can be stored first.
+    """
+    depth = MAX_WORKERS + 1  # batches in flight: enough to keep the workers busy, and bounded
+    pending: deque[Future[Parsed] | InputEnd | BaseException] = deque()
+    in_flight = 0
+    try:
+        for index, (origin, lines) in enumerate(_deferring_errors(inputs, pending)):
+            offset = 0
+            for chunk in _chunks(lines, batch_events):
+                pending.append(
+                    pool.submit(_parse_chunk, module_name, kind, chunk, origin, offset + 1)
+                )
+                offset += len(chunk)
+                in_flight += 1
+                while in_flight >= depth:
+                    item = pending.popleft()
+                    in_flight -= isinstance(item, Future)
+                    yield _taken(item)
+            pending.append(InputEnd(index))
+        while pending:
+            yield _taken(pending.popleft())
+    finally:
+        for item in pending:  # an insert failed: nothing more to parse
+            if isinstance(item, Future):
+                item.cancel()
+
+
+def _deferring_errors(
+    inputs: Iterable[tuple[str, Iterable[bytes]]],
+    pending: deque[Future[Parsed] | InputEnd | BaseException],
+) -> Iterator[tuple[str, Iterable[bytes]]]:
+    """``inputs``, an exception it raises queued in ``pending`` (in its place) and ending it."""
+    iterator = iter(inputs)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
+            pending.append(exc)
+            return
+        yield item
+
+
+def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd:
+    if isinstance(item, BaseException):
+        raise item
+    if isinstance(item, InputEnd):
+        return item
+    return item.result()
 
 
 def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:

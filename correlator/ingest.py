@@ -17,13 +17,12 @@ import importlib
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
-from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
-from correlator._parse_workers import parse_pool, parsed_batches
+from correlator._parse_workers import InputEnd, Parsed, parse_pool, parsed_batches, parsed_inputs
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
 from correlator.model import SOURCE_KINDS, Event, Reject
@@ -55,13 +54,10 @@ BATCH_EVENTS: Final = 50_000
 #: Parsed batches are inserted this many events at a time: each insert joins its hashes
 #: against every stored one (~0.2 s per insert at 10^7 stored events).
 INSERT_EVENTS: Final = 200_000
-#: Input is parsed by worker processes when its files of :data:`PARALLEL_FILE_BYTES` or more
-#: add up to at least this much: starting them costs about a second, 64 MiB of NDJSON
-#: (~200,000 lines) take several seconds to parse on one core.
+#: Files are parsed by worker processes when they add up to at least this much: starting
+#: them costs about a second, 64 MiB of NDJSON (~200,000 lines) take several seconds to parse
+#: on one core.
 PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
-#: Files smaller than this (about one 50,000-line batch of NDJSON) are parsed in process: the
-#: workers would parse their one batch while the main process waits for it.
-PARALLEL_FILE_BYTES: Final = 16 * 1024 * 1024
 #: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
@@ -142,6 +138,29 @@ def _read_failure(path: Path, lines_read: int, exc: BaseException) -> str:
     return f"{path.name} cannot be read {after}: {detail}"
 
 
+def _inputs(
+    paths: Sequence[Path],
+    sizes: Sequence[int],
+    kind: str,
+    progress: Callable[[Path, int], Progress] | None,
+    damages: Sequence[list[Reject]],
+) -> Iterator[tuple[str, Iterator[bytes]]]:
+    """Each file opened in turn, as ``(origin, lines)``: open while its lines are read, and
+    closed when the next is asked for; a read failure goes to its list of ``damages``."""
+    for path, size, damage in zip(paths, sizes, damages, strict=True):
+        with _open(path) as handle:
+            tick = progress(path, size) if progress is not None else None
+            yield str(path), _file_lines(handle, path, kind, tick, damage)
+
+
+def _until_its_end(stream: Iterator[Parsed | InputEnd]) -> Iterator[Parsed]:
+    """The parsed batches of the input ``stream`` is at, up to its end (not past it)."""
+    for item in stream:
+        if isinstance(item, InputEnd):
+            return
+        yield item
+
+
 def _size(path: Path) -> int:
     """A file's size in bytes; 0 when it cannot be read (opening it then says why)."""
     try:
@@ -181,22 +200,11 @@ def ingest_lines(
             columnar parser; the results are stored in input order, as without them.
     """
     module = _module(kind)
-    result = IngestResult()
     if getattr(module, "parse_columns", None) is not None:
-        staged: list[pa.Table] = []
         with store.bulk():
-            for table, rejects in parsed_batches(
-                module.__name__, kind, lines, origin, batch_events, pool
-            ):
-                result.add(store.insert_rejects(rejects))
-                staged.append(table)
-                # Each insert checks the batch against every stored hash: fewer, larger ones.
-                if sum(t.num_rows for t in staged) >= INSERT_EVENTS:
-                    result.add(store.insert_table(pa.concat_tables(staged)))
-                    staged = []
-            if staged:
-                result.add(store.insert_table(pa.concat_tables(staged)))
-        return result
+            return _store_batches(
+                store, parsed_batches(module.__name__, kind, lines, origin, batch_events, pool)
+            )
     parse = getattr(module, f"parse_{kind}", module.parse)
     items = parse(lines, origin)
     span = _Span()
@@ -207,6 +215,22 @@ def ingest_lines(
     if span.start_ns is not None and span.end_ns is not None:
         # After the commit: it reads what was stored, from other cursors.
         link_nginx(store, from_ns=span.start_ns, to_ns=span.end_ns)
+    return result
+
+
+def _store_batches(store: Store, batches: Iterable[Parsed]) -> IngestResult:
+    """Store parsed batches, their rejects at once, their tables a few at a time."""
+    result = IngestResult()
+    staged: list[pa.Table] = []
+    for table, rejects in batches:
+        result.add(store.insert_rejects(rejects))
+        staged.append(table)
+        # Each insert checks the batch against every stored hash: fewer, larger ones.
+        if sum(t.num_rows for t in staged) >= INSERT_EVENTS:
+            result.add(store.insert_table(pa.concat_tables(staged)))
+            staged = []
+    if staged:
+        result.add(store.insert_table(pa.concat_tables(staged)))
     return result
 
 
@@ -323,13 +347,13 @@ def ingest_paths(
 ) -> IngestResult:
     """Ingest files (``-`` is not a path here: the CLI passes stdin itself).
 
-    With ``workers`` > 1, files of :data:`PARALLEL_FILE_BYTES` or more, of a kind with a
-    columnar parser, are parsed by that many worker processes (:func:`parse_pool`), started
-    once for all of them, when such files add up to :data:`PARALLEL_MIN_BYTES` or more (ten
-    files of 23-48 MB at 10^6 events: 29,915 events/s against 23,047 when each file had to
-    reach 64 MiB, ``benchmarks/RESULTS.md``). Opt-in: they are ``spawn``ed, which re-imports
-    the caller's ``__main__`` module, so the program must guard its entry point with
-    ``if __name__ == "__main__":`` (as ``multiprocessing`` requires).
+    With ``workers`` > 1, files of a kind with a columnar parser are parsed by that many
+    worker processes (:func:`parse_pool`) when they add up to :data:`PARALLEL_MIN_BYTES` or
+    more: started once for all of them, and running ahead from one file into the next
+    (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored.
+    Opt-in: they are ``spawn``ed, which re-imports the caller's ``__main__`` module, so the
+    program must guard its entry point with ``if __name__ == "__main__":`` (as
+    ``multiprocessing`` requires). Each file is still its own transaction.
 
     A file that cannot be read to its end (a truncated or damaged ``.gz``) keeps the lines
     read before the damage and adds a reject saying where reading stopped and why (counted in
@@ -337,27 +361,28 @@ def ingest_paths(
 
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
-        workers: parse large files in this many worker processes.
+        workers: parse the files in this many worker processes (when they are large enough).
 
     Raises:
-        InputError: a file cannot be opened.
+        InputError: a file cannot be opened (the files before it are stored).
     """
     module = _module(kind)  # an unknown kind fails before any file is opened
     columnar = getattr(module, "parse_columns", None) is not None and workers > 1
     sizes = [_size(path) for path in paths]
-    parallel = columnar and sum(s for s in sizes if s >= PARALLEL_FILE_BYTES) >= PARALLEL_MIN_BYTES
+    damages: list[list[Reject]] = [[] for _ in paths]
+    inputs = _inputs(paths, sizes, kind, progress, damages)
     result = IngestResult()
-    with ExitStack() as stack:
-        pool: Executor | None = None
-        for path, size in zip(paths, sizes, strict=True):
-            with _open(path) as handle:
-                if pool is None and parallel and size >= PARALLEL_FILE_BYTES:
-                    pool = stack.enter_context(parse_pool(workers))
-                tick = progress(path, size) if progress is not None else None
-                damage: list[Reject] = []
-                lines = _file_lines(handle, path, kind, tick, damage)
-                result.add(ingest_lines(store, kind, lines, str(path), pool=pool))
-                result.add(store.insert_rejects(damage))
+    if columnar and sum(sizes) >= PARALLEL_MIN_BYTES:
+        with parse_pool(workers) as pool:
+            stream = parsed_inputs(module.__name__, kind, inputs, BATCH_EVENTS, pool)
+            for index in range(len(paths)):
+                with store.bulk():
+                    result.add(_store_batches(store, _until_its_end(stream)))
+                result.add(store.insert_rejects(damages[index]))
+    else:
+        for index, (origin, lines) in enumerate(inputs):
+            result.add(ingest_lines(store, kind, lines, origin))
+            result.add(store.insert_rejects(damages[index]))
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one
     # the first query does it (Store.cardinalities).

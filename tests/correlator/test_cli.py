@@ -80,7 +80,6 @@ def test_ingest_parses_large_files_in_worker_processes(
     started_pools: list[RecordingPool],
 ) -> None:
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file is "large"
-    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", 0)
     pooled, alone = str(tmp_path / "pooled.duckdb"), str(tmp_path / "alone.duckdb")
     assert (
         main(["--db", pooled, "ingest", "--source", "agent", "--workers", "2", str(evidence)]) == 0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from correlator.cli import main
+from correlator.errors import InputError
 from correlator.ingest import ingest_lines, ingest_paths, parse_pool
 from correlator.model import Event
 from correlator.store import Store
@@ -92,7 +93,6 @@ def test_ingest_paths_parses_in_process_below_the_threshold_or_without_workers(
     path = tmp_path / "evidence.log"
     path.write_bytes(content)
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(content) + min_bytes_over_size)
-    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", 0)
     with Store(tmp_path / "evidence.duckdb") as store:
         result = ingest_paths(store, kind, [path], workers=workers)
         again = ingest_paths(store, kind, [path], workers=workers)
@@ -101,27 +101,57 @@ def test_ingest_paths_parses_in_process_below_the_threshold_or_without_workers(
 
 
 @pytest.mark.integration
-def test_files_large_enough_together_go_to_the_workers_and_small_ones_stay(
+def test_files_that_add_up_go_to_the_workers_each_its_own_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
 ) -> None:
-    # Two files of four lines (each under the input's threshold, together over it) are parsed
-    # by the workers, a batch each; a file of one line, under the file threshold, in process.
-    # One file of four lines alone is under the input's threshold: no pool at all.
+    # Three files, each under the threshold, together over it: parsed by the workers, a batch
+    # each, the workers running ahead from one file into the next; each file stored as one
+    # transaction, its rejects and its damage with it, as in one process. Two of them alone
+    # stay under the threshold: no pool at all.
     content = b"\n".join(LINES[:4]) + b"\n"
-    first, second, small = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    first, second, damaged = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl.gz"
     first.write_bytes(content)
     second.write_bytes(content.replace(b"13:11:", b"13:12:"))
-    small.write_bytes(LINES[6] + b"\n")
-    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 2 * len(content))
-    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", len(content))
-    with Store(tmp_path / "alone.duckdb") as store:
-        assert ingest_paths(store, "agent", [first, small], workers=2).accepted == 4
+    damaged.write_bytes(TWO_LINES + GZIP_HEADER)
+    files = [first, damaged, second]
+    monkeypatch.setattr(
+        "correlator.ingest.PARALLEL_MIN_BYTES", sum(f.stat().st_size for f in files)
+    )
+    with Store(tmp_path / "alone.duckdb") as alone:
+        under = ingest_paths(alone, "agent", files[:2], workers=2)
+        one_process = ingest_paths(alone, "agent", files[2:], workers=2)
+        alone_rows = _contents(alone)
     assert started_pools == []
     with Store(tmp_path / "evidence.duckdb") as store:
-        result = ingest_paths(store, "agent", [small, first, second], workers=2)
-    assert (result.accepted, sum(result.rejected.values())) == (7, 2)
-    (pool,) = started_pools
-    assert (pool.workers, pool.submitted) == (2, 2)
+        result = ingest_paths(store, "agent", files, workers=2)
+        pooled_rows = _contents(store)
+        again = ingest_paths(store, "agent", files, workers=2)
+    # The damaged file's two lines are two of the first file's: duplicates.
+    assert (result.accepted, result.duplicate, sum(result.rejected.values())) == (6, 2, 3)
+    under.add(one_process)
+    assert result.as_dict() == under.as_dict()
+    assert (again.accepted, again.duplicate) == (0, 8)
+    first_pool, _ = started_pools
+    assert (first_pool.workers, first_pool.submitted) == (2, 3)
+    assert pooled_rows[0] == alone_rows[0]
+    assert sorted(pooled_rows[1]) == sorted(alone_rows[1])  # three rejects of line 3
+
+
+@pytest.mark.integration
+def test_a_file_that_cannot_be_opened_stops_the_ingest_after_the_files_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
+) -> None:
+    content = b"\n".join(LINES[:4]) + b"\n"
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_bytes(content)
+    second.write_bytes(content.replace(b"13:11:", b"13:12:"))
+    missing = tmp_path / "gone.jsonl"
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 1)
+    with Store(tmp_path / "evidence.duckdb") as store:
+        with pytest.raises(InputError, match=r"cannot read .*gone\.jsonl"):
+            ingest_paths(store, "agent", [first, missing, second], workers=2)
+        assert store.count() == 3  # the first file's, committed; nothing of the third
+    assert started_pools[0].submitted >= 1
 
 
 def test_a_first_load_computes_the_link_cardinalities(tmp_path: Path) -> None:
@@ -237,7 +267,6 @@ def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
     damaged.write_bytes(TWO_LINES + GZIP_HEADER)
     # Exactly at the threshold: to the workers (one byte less stays in process, above).
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", len(TWO_LINES + GZIP_HEADER))
-    monkeypatch.setattr("correlator.ingest.PARALLEL_FILE_BYTES", len(TWO_LINES + GZIP_HEADER))
     with Store(tmp_path / "evidence.duckdb") as store:
         result = ingest_paths(store, "agent", [damaged], workers=2)
         rejects = _contents(store)[1]
