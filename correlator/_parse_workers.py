@@ -18,7 +18,6 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa
@@ -26,7 +25,15 @@ import pyarrow as pa
 from correlator._schema import events_table
 from correlator.model import Reject
 
-__all__ = ["MAX_WORKERS", "InputEnd", "Parsed", "parse_pool", "parsed_batches", "parsed_inputs"]
+__all__ = [
+    "MAX_WORKERS",
+    "InputEnd",
+    "Parsed",
+    "parse_pool",
+    "parsed_batches",
+    "parsed_inputs",
+    "until_input_end",
+]
 
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
@@ -35,12 +42,12 @@ MAX_WORKERS: Final = 4
 Parsed = tuple[pa.Table, list[Reject]]
 
 
-@dataclass(frozen=True, slots=True)
 class InputEnd:
-    """The end of an input in :func:`parsed_inputs`' stream: every batch of input ``index``
-    came before it."""
+    """The end of an input in :func:`parsed_inputs`' stream: every batch of that input came
+    before it."""
 
-    index: int
+
+_INPUT_END: Final = InputEnd()
 
 
 def parse_pool(workers: int | None = None) -> Executor:
@@ -62,7 +69,7 @@ def parse_pool(workers: int | None = None) -> Executor:
 
 def _parse_chunk(
     module_name: str, kind: str, chunk: list[bytes], origin: str, start_line: int
-) -> tuple[pa.Table, list[Reject]]:
+) -> Parsed:
     """One batch through the columnar parser, as the table the store inserts (in a worker:
     building the Arrow table there too leaves the main process only the insert)."""
     parse_columns = importlib.import_module(module_name).parse_columns
@@ -77,28 +84,19 @@ def parsed_batches(
     origin: str,
     batch_events: int,
     pool: Executor | None,
-) -> Iterator[tuple[pa.Table, list[Reject]]]:
-    """Parsed batches in input order, from ``pool`` when given (a few batches ahead)."""
-    offset = 0
-    if pool is None:
-        for chunk in _chunks(lines, batch_events):
-            # Chunks continue the file's line numbering; the kind is the source recorded.
-            yield _parse_chunk(module_name, kind, chunk, origin, offset + 1)
-            offset += len(chunk)
+) -> Iterator[Parsed]:
+    """Parsed batches in input order, from ``pool`` when given (a few batches ahead: one input
+    of :func:`parsed_inputs`)."""
+    if pool is not None:
+        yield from until_input_end(
+            parsed_inputs(module_name, kind, [(origin, lines)], batch_events, pool)
+        )
         return
-    depth = MAX_WORKERS + 1  # batches in flight: enough to keep the workers busy, and bounded
-    pending: deque[Future[tuple[pa.Table, list[Reject]]]] = deque()
-    try:
-        for chunk in _chunks(lines, batch_events):
-            pending.append(pool.submit(_parse_chunk, module_name, kind, chunk, origin, offset + 1))
-            offset += len(chunk)
-            if len(pending) >= depth:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for future in pending:  # an insert failed: nothing more to parse
-            future.cancel()
+    offset = 0
+    for chunk in _chunks(lines, batch_events):
+        # Chunks continue the file's line numbering; the kind is the source recorded.
+        yield _parse_chunk(module_name, kind, chunk, origin, offset + 1)
+        offset += len(chunk)
 
 
 def parsed_inputs(
@@ -108,7 +106,7 @@ def parsed_inputs(
     batch_events: int,
     pool: Executor,
 ) -> Iterator[Parsed | InputEnd]:
-    """Each input's parsed batches in order, then its :class:`InputEnd`, input after input.
+    """Each input's parsed batches in order, then an :class:`InputEnd`, input after input.
 
     ``inputs`` yields ``(origin, lines)``; the lines of one are read before the next is asked
     for. The workers run a few batches ahead, past the end of an input into the next. An
@@ -119,7 +117,7 @@ def parsed_inputs(
     pending: deque[Future[Parsed] | InputEnd | BaseException] = deque()
     in_flight = 0
     try:
-        for index, (origin, lines) in enumerate(_deferring_errors(inputs, pending)):
+        for origin, lines in _deferring_errors(inputs, pending):
             offset = 0
             for chunk in _chunks(lines, batch_events):
                 pending.append(
@@ -131,13 +129,22 @@ def parsed_inputs(
                     item = pending.popleft()
                     in_flight -= isinstance(item, Future)
                     yield _taken(item)
-            pending.append(InputEnd(index))
+            pending.append(_INPUT_END)
         while pending:
             yield _taken(pending.popleft())
     finally:
         for item in pending:  # an insert failed: nothing more to parse
             if isinstance(item, Future):
                 item.cancel()
+
+
+def until_input_end(stream: Iterator[Parsed | InputEnd]) -> Iterator[Parsed]:
+    """The parsed batches of the input :func:`parsed_inputs`' ``stream`` is at, up to its end
+    (not past it: the next input's stay in the stream)."""
+    for item in stream:
+        if isinstance(item, InputEnd):
+            return
+        yield item
 
 
 def _deferring_errors(
@@ -166,6 +173,7 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
 
 
 def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+    """``lines`` in lists of ``size`` (the last one shorter)."""
     chunk: list[bytes] = []
     for line in lines:
         chunk.append(line)

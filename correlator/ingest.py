@@ -22,7 +22,13 @@ from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
-from correlator._parse_workers import InputEnd, Parsed, parse_pool, parsed_batches, parsed_inputs
+from correlator._parse_workers import (
+    Parsed,
+    parse_pool,
+    parsed_batches,
+    parsed_inputs,
+    until_input_end,
+)
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
 from correlator.model import SOURCE_KINDS, Event, Reject
@@ -151,14 +157,6 @@ def _inputs(
         with _open(path) as handle:
             tick = progress(path, size) if progress is not None else None
             yield str(path), _file_lines(handle, path, kind, tick, damage)
-
-
-def _until_its_end(stream: Iterator[Parsed | InputEnd]) -> Iterator[Parsed]:
-    """The parsed batches of the input ``stream`` is at, up to its end (not past it)."""
-    for item in stream:
-        if isinstance(item, InputEnd):
-            return
-        yield item
 
 
 def _size(path: Path) -> int:
@@ -377,7 +375,7 @@ def ingest_paths(
             stream = parsed_inputs(module.__name__, kind, inputs, BATCH_EVENTS, pool)
             for index in range(len(paths)):
                 with store.bulk():
-                    result.add(_store_batches(store, _until_its_end(stream)))
+                    result.add(_store_batches(store, until_input_end(stream)))
                 result.add(store.insert_rejects(damages[index]))
     else:
         for index, (origin, lines) in enumerate(inputs):
