@@ -49,9 +49,7 @@ class Seed:
 
 def read_seed(cursor: duckdb.DuckDBPyConnection, key: str, value: str) -> Seed:
     """Read the seed ``key = value``. ``key`` must be one of IDENTIFIER_KEYS (the caller
-    checks: it is formatted into SQL)."""
-    if key not in IDENTIFIER_KEYS:
-        raise ValueError(f"{key!r} is not an identifier kind")
+    checks, ``Store.seed``: it is formatted into SQL)."""
     others = [k for k in IDENTIFIER_KEYS if k != key]
     table = cursor.sql(
         f"SELECT ts_ns, {', '.join(others)} FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
