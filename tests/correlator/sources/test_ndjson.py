@@ -548,17 +548,24 @@ IDENTIFIER_VALUES = st.one_of(
     st.none(),
     st.text(max_size=8),
 )
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+
+
+def json_values(integers: st.SearchStrategy[int], max_leaves: int) -> st.SearchStrategy[Any]:
+    """JSON values: scalars (integers drawn from ``integers``), lists and objects of them."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | integers
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=10),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+JSON_VALUES = json_values(st.integers(-(2**63), 2**63), max_leaves=6)
 RECORDS = st.fixed_dictionaries(
     {},
     optional={
@@ -619,17 +626,7 @@ def test_columns_agree_with_events(lines: list[bytes]) -> None:
 
 
 #: JSON values with integers of any size (the stdlib writes those orjson cannot).
-WIDE_JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(10**40), 10**40)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+WIDE_JSON_VALUES = json_values(st.integers(-(10**40), 10**40), max_leaves=8)
 
 
 def digits_past_64_bits(value: Any) -> Any:
