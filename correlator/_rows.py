@@ -88,7 +88,9 @@ def fetch_events(
         LookupError: ``order`` names a row the query did not return.
     """
     table = cursor.sql(sql, params=params).to_arrow_table()
-    columns = [column.to_pylist() for column in table.columns]
+    rows = table.num_rows
+    # Columns no row sets (a node's trace ids) are not converted value by value.
+    columns = [[None] * rows if c.null_count == rows else c.to_pylist() for c in table.columns]
     row_ids = columns.pop(0) if order is not None else []
     loads = orjson.loads
     columns[_ATTRS_AT] = [loads(attrs) if attrs else {} for attrs in columns[_ATTRS_AT]]

@@ -99,11 +99,9 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     shown: dict[str, Any] = {"ts": format_rfc3339_ns(ts_ns), "ts_ns": ts_ns}
     if corrected_ns is not None and corrected_ns != ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
+    shown["layer"] = event.layer  # layer and source are never None (NOT NULL in the store)
+    shown["source"] = event.source
     value: Any
-    if (value := event.layer) is not None:
-        shown["layer"] = value
-    if (value := event.source) is not None:
-        shown["source"] = value
     if (value := event.service) is not None:
         shown["service"] = value
     if (value := event.level) is not None:
@@ -147,7 +145,8 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     if event.attrs:
         shown["attrs"] = event.attrs
     shown["origin"] = event.origin
-    shown["hash"] = "%016x" % (event.hash & 0xFFFFFFFFFFFFFFFF)
+    # The 16 hex digits of the unsigned value ("%016x"), in 60 % of the time.
+    shown["hash"] = event.hash.to_bytes(8, "big", signed=True).hex()
     shown["raw"] = event.raw
     return shown
 
@@ -306,23 +305,23 @@ def _timeline(
     if any(others.values()):
         added, added_truncated = store.events_matching(others, from_ns=lo, to_ns=hi, limit=limit)
         events, truncated = _top(events, added, limit, truncated or added_truncated)
-    seen = {e.hash for e in events}
-    parents = store.parent_events_many(
-        [ParentQuery(p.key, p.value, p.child_key, p.child_values) for p in expansion.parents],
-        from_ns=max(window_from, lo) if lo is not None else window_from,
-        to_ns=min(window_to, hi) if hi is not None else window_to,
-        limit=limit,
-    )
-    for extra, more in parents:
-        truncated = truncated or more
-        events.extend(e for e in extra if e.hash not in seen)
-        seen.update(e.hash for e in extra)
+    if expansion.parents:
+        seen = {e.hash for e in events}
+        parents = store.parent_events_many(
+            [ParentQuery(p.key, p.value, p.child_key, p.child_values) for p in expansion.parents],
+            from_ns=max(window_from, lo) if lo is not None else window_from,
+            to_ns=min(window_to, hi) if hi is not None else window_to,
+            limit=limit,
+        )
+        for extra, more in parents:
+            truncated = truncated or more
+            events.extend(e for e in extra if e.hash not in seen)
+            seen.update(e.hash for e in extra)
     if len(events) > limit:
         events.sort(key=_order)  # the store's order: time, then hash
         events, truncated = events[:limit], True
     built = timeline.build(events, truncated=truncated)
     decided = verdict.decide(built.events, truncated=built.truncated)
-    corrected = dict(zip((e.hash for e in built.events), built.corrected_ns, strict=True))
     ids = {k: sorted(v) for k, v in expansion.ids.items()}
     for parent in expansion.parents:
         ids.setdefault(parent.key, [])
@@ -335,8 +334,9 @@ def _timeline(
         known = set(instances)
         instances.extend(i for i in seen_instances if i is not None and i not in known)
     rendered = list(map(event_json, built.events, built.corrected_ns))
-    # The first failure and its symptoms are a few events of up to 10,000: marked by position
-    # afterwards rather than tested for on every event.
+    # The first failure and its symptoms are a few events of up to 10,000 (all of them among
+    # the timeline's): marked by position afterwards rather than tested for on every event.
+    position: dict[int, int] = {}
     if decided.first_failure is not None or decided.explains:
         position = {e.hash: i for i, e in enumerate(built.events)}
         first = decided.first_failure.hash if decided.first_failure else None
@@ -348,7 +348,7 @@ def _timeline(
     return {
         "seed": {key: value},
         "ids": ids,
-        "verdict": decided.as_dict(lambda e: event_json(e, corrected.get(e.hash))),
+        "verdict": decided.as_dict(lambda e: event_json(e, built.corrected_ns[position[e.hash]])),
         "events": rendered,
         "truncated": built.truncated or expansion.truncated,
         "clock_offsets": {k: v.as_dict() for k, v in built.offsets.items()},

@@ -120,9 +120,9 @@ _AMBIGUOUS_ZONES: Final = frozenset({"CST", "IST"})
 # are new, 11 % of its minutes), and a miss costs the regex, a date and the checks.
 _rfc3339_minutes: dict[str, int] = {}
 _nginx_local: dict[str, int] = {}
-# format_rfc3339_ns: days since the epoch to ``YYYY-MM-DD``, seconds of the day to ``HH:MM:SS``.
+# format_rfc3339_ns: days since the epoch to ``YYYY-MM-DD``; 0 to 99 as two digits.
 _day_text: dict[int, str] = {}
-_clock_text: dict[int, str] = {}
+_TWO_DIGITS: Final = tuple(f"{number:02d}" for number in range(100))
 
 
 def _seconds(text: str, year: str, month: str, day: str, hh: str, mm: str, ss: str) -> int:
@@ -224,21 +224,21 @@ def format_rfc3339_ns(ts_ns: int) -> str:
     Raises:
         ValueError: the instant is outside years 1 to 9999.
     """
-    # The day and the time of day come from caches: a timeline of a busy node formats
-    # 10,000 instants in seconds of their own over a few weeks, and the date is most of
-    # what one costs. The time-of-day cache holds at most 86,400 entries.
+    # The day comes from a cache: a timeline of a busy node formats 10,000 instants over a
+    # few weeks, and the date is most of what one costs. Its instants are in seconds of their
+    # own, so the time of day is not cached but put together from two-digit strings: a
+    # cache of every second of the day (86,400 entries) missed the processor's caches and
+    # cost a third more (``benchmarks/RESULTS.md``, tenth session).
     seconds, fraction = divmod(ts_ns, _NS)
     days, second_of_day = divmod(seconds, 86_400)
     day = _day_text.get(days)
     if day is None:
         day = date.fromordinal(days + _EPOCH_ORDINAL).isoformat()
         _remember(_day_text, days, day)
-    clock = _clock_text.get(second_of_day)
-    if clock is None:
-        hour, rest = divmod(second_of_day, 3600)
-        minute, second = divmod(rest, 60)
-        clock = _clock_text[second_of_day] = f"{hour:02d}:{minute:02d}:{second:02d}"
-    return f"{day}T{clock}.{fraction:09d}Z"
+    hour, rest = divmod(second_of_day, 3600)
+    minute, second = divmod(rest, 60)
+    two = _TWO_DIGITS
+    return f"{day}T{two[hour]}:{two[minute]}:{two[second]}.{fraction:09d}Z"
 
 
 def parse_nginx_local_ns(text: str) -> int:
