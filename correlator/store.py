@@ -305,13 +305,15 @@ class Store:
         """Rewrite the events in ``(node_id, ts_ns, hash)`` order, indexes included.
 
         Evidence arrives in time order, one file per service, so a busy node's events end up
-        in every row group of the table, and reading them decodes the whole table; clustered,
-        they sit in one or two row groups: a busy node's timeline is about three times faster
-        at 10^7 events (``benchmarks/correlator.py --cluster``). The price is a sort of every
-        event (about 100 s for 8 million on the 2-core benchmark machine) and, until DuckDB
-        reuses it, the old table's space in the file. Worth it after a large load; events
-        ingested later are appended unclustered (correct, only slower to find by node).
-        Readers see the old table until the rewrite commits.
+        in many row groups of the table; clustered, they sit in one or two. Each ingest batch
+        is already stored ordered by node (a busy node's rows lie in a few runs), so this
+        gains little today: busy-node timelines at 10^7 events took 170-198 ms at p50
+        clustered against 149-241 ms unclustered in alternated runs (``benchmarks/correlator.py
+        --cluster``, ``benchmarks/RESULTS.md``, tenth session); it was three times faster for
+        stores written before batches were ordered. The price is a sort of every event (71-83
+        s for 10 million on the 2-core benchmark machine) and, until DuckDB reuses it, the old
+        table's space in the file. Events ingested later are appended unclustered. Readers see
+        the old table until the rewrite commits.
         """
         with self._writer() as cursor:
             _writes.cluster(cursor)
