@@ -33,8 +33,8 @@ Run: ``python -m benchmarks.correlator [--sizes 1e5,1e6,1e7] [--queries 50] [--s
 leaves them there; a later run with the same ``--keep`` reuses them (generation and ingest
 skipped, the ingest figures shown are those of the run that built the store): for measuring
 query changes without paying ~10 minutes per try at 10^7. ``--record`` rewrites the
-section titled :data:`SECTION` of ``benchmarks/RESULTS.md`` (or appends it; other sections are
-left as they are).
+section of ``benchmarks/RESULTS.md`` titled ``benchmarks._correlator_report.SECTION`` (or
+appends it; other sections are left as they are).
 The default run takes about 13 minutes on 2 cores (``--cluster``: 3 more) and needs about
 6 GB in ``$TMPDIR`` at 10^7 events (the NDJSON files and the store; twice the store with
 ``--cluster``).
@@ -46,7 +46,6 @@ import argparse
 import gc
 import itertools
 import json
-import os
 import random
 import shutil
 import statistics
@@ -59,15 +58,14 @@ from typing import Any, Final
 
 import orjson
 
-from benchmarks._common import REPO_ROOT, machine_note, rss_kib
+from benchmarks._common import machine_note, rss_kib
+from benchmarks._correlator_report import kinds_table, load, record, section, table
 from benchmarks.fleet import SEED_KINDS, Fleet, generate, load_fleet, save_fleet
 
 CHUNK_LINES: Final = 50_000  # correlator.ingest.BATCH_EVENTS
 #: Parse-only and one-process ingest are measured on at most this many lines (their rate
 #: does not depend on the store's size; the full ingest is measured with workers).
 SAMPLE_LINES: Final = 1_000_000
-RESULTS: Final = REPO_ROOT / "benchmarks" / "RESULTS.md"
-SECTION: Final = "## correlator: ingest and timeline at 10^5-10^7 events"
 
 # -- measurement -----------------------------------------------------------------------------
 
@@ -369,79 +367,6 @@ def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-# -- report ----------------------------------------------------------------------------------
-
-
-def table(rows: Sequence[dict[str, Any]]) -> str:
-    """The figures as a Markdown table."""
-    workers = rows[0]["workers"] if rows else 2
-    clustered = bool(rows and rows[0]["cluster"])
-    lines = [
-        "| events | parse only ev/s | ingest 1 process ev/s "
-        f"| ingest_paths, workers={workers}, ev/s | ingest s | DB MiB "
-        "| DuckDB read_json alone ev/s | ingest / DuckDB "
-        + ("| cluster s | DB MiB after " if clustered else "")
-        + "| first query ms | cardinalities s | timeline p50 ms | p95 ms | max ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-        + ("---:|---:|" if clustered else ""),
-    ]
-    for row in rows:
-        t = row["timeline"]
-        c = row["cluster"]
-        lines.append(
-            f"| {row['events']:,} | {row['parse']['events_per_s']:,.0f} "
-            f"| {row['ingest_one']['events_per_s']:,.0f} "
-            f"| {row['ingest']['events_per_s']:,.0f} | {row['ingest']['seconds']:.1f} "
-            f"| {row['ingest']['db_mib']:,.0f} "
-            + _floor_cells(row)
-            + (f"| {c['seconds']:.0f} | {c['db_mib']:,.0f} " if c else "")
-            + f"| {t['first_s'] * 1000:,.0f} "
-            f"| {t['cardinalities_s']:.1f} "
-            f"| {t['p50_s'] * 1000:,.0f} | {t['p95_s'] * 1000:,.0f} | {t['max_s'] * 1000:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def _floor_cells(row: dict[str, Any]) -> str:
-    """DuckDB's own reader and the ingest's share of it ("-" for a store kept from a run
-    before this figure existed)."""
-    floor = row.get("duckdb_floor")
-    if not floor:
-        return "| - | - "
-    ratio = row["ingest"]["events_per_s"] / floor["events_per_s"]
-    return f"| {floor['events_per_s']:,.0f} | {ratio:.2f} "
-
-
-def kinds_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Timeline latency by seed kind, with how many events the answers held."""
-    lines = [
-        "| events | seed kind | queries | p50 ms | p95 ms | max ms | events in answer p50 / max |",
-        "|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        for kind, k in row["timeline"]["by_kind"].items():
-            lines.append(
-                f"| {row['events']:,} | {kind} | {k['queries']} | {k['p50_s'] * 1000:,.0f} "
-                f"| {k['p95_s'] * 1000:,.0f} | {k['max_s'] * 1000:,.0f} "
-                f"| {k['events_p50']:,} / {k['events_max']:,} |"
-            )
-    return "\n".join(lines)
-
-
-def record(section: str) -> None:
-    """Replace (or append) the ``## correlator`` section of RESULTS.md, nothing else: the
-    file is read right before it is written, other sections are kept as they are."""
-    text = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        RESULTS.write_text(text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n", "utf-8")
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    head, tail = "".join(lines[:start]), "".join(lines[end:])
-    RESULTS.write_text(head + section.rstrip("\n") + "\n" + ("\n" + tail if tail else ""), "utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e5,1e6,1e7", help="store sizes, comma-separated")
@@ -488,30 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(rows))
         print()
         print(kinds_table(rows))
-        print(f"\n{note}; load average at the end {_load()}; {total_s:.0f} s in all")
+        print(f"\n{note}; load average at the end {load()}; {total_s:.0f} s in all")
     if args.record:
-        record(_section(command, note, rows, total_s))
+        record(section(command, note, rows, total_s))
     return 0
-
-
-def _load() -> str:
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _section(command: str, note: str, rows: Sequence[dict[str, Any]], total_s: float) -> str:
-    return "\n".join(
-        [
-            SECTION,
-            "",
-            f"`{command}` — {time.strftime('%Y-%m-%d')}, {note}; load average at the end "
-            f"{_load()}; {total_s:.0f} s in all.",
-            "",
-            table(rows),
-            "",
-            kinds_table(rows),
-            "",
-        ]
-    )
 
 
 if __name__ == "__main__":
