@@ -1,12 +1,14 @@
-"""Showing answers to people: rich tables in a terminal, a self-contained HTML page."""
+"""Showing answers to people: tables in a terminal, a self-contained HTML page."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import orjson
+
+from correlator.sources._time import format_rfc3339_ns
 
 __all__ = ["html_page", "print_findings", "print_latency", "print_timeline"]
 
@@ -32,69 +34,201 @@ def _console() -> Any:
 
 
 def print_timeline(data: dict[str, Any]) -> None:
-    """The timeline as a table, verdict first, with gaps and reimages marked."""
-    from rich.table import Table
+    """The timeline as a table, verdict first, with each new day, gap and reimage marked.
+
+    The rows are laid out here (columns fitted to the terminal, long cells folded at word
+    boundaries) and written at once, styled by rich's ``Style``: rich's ``Table`` measured
+    and wrapped every cell, 14.5 s for a busy node's 10,000 events. Evidence is shown as
+    text, never read as markup, and control characters in it are shown escaped (``\\x1b``)
+    rather than sent to the terminal.
+    """
+    from rich.markup import escape
 
     console = _console()
     verdict = data["verdict"]
     console.print(
-        f"[bold]verdict:[/bold] owner layer [bold magenta]{verdict['owner_layer']}[/] "
-        f"(confidence {verdict['confidence']}) — {verdict.get('reason', '')}"
+        f"[bold]verdict:[/bold] owner layer [bold magenta]{escape(str(verdict['owner_layer']))}[/] "
+        f"(confidence {verdict['confidence']}) — {escape(_visible(verdict.get('reason', '')))}"
     )
-    console.print("identifiers: " + ", ".join(f"{k}={','.join(v)}" for k, v in data["ids"].items()))
+    shown_ids = ", ".join(f"{k}={','.join(v)}" for k, v in data["ids"].items())
+    console.print("identifiers: " + escape(_visible(shown_ids)))
     if data["clock_offsets"]:
         offsets = ", ".join(
             f"{k} {v['offset_s']:+.3f}s ({v['pairs']} pairs)"
             for k, v in data["clock_offsets"].items()
         )
-        console.print(f"clock offsets vs ingress: {offsets}")
-    table = Table(show_lines=False, expand=True)
-    for column in ("time (UTC)", "layer", "service", "level", "message", "ids"):
-        table.add_column(column, overflow="fold")
+        console.print(f"clock offsets vs ingress: {escape(_visible(offsets))}")
+    events = data["events"]
+    if any("corrected_ts_ns" in event for event in events):
+        console.print(
+            "times ending in * are corrected by their source's offset (rows in that order)"
+        )
+    columns = _Columns.fit(events, console.width)
+    paint = _Painter(console)
+    lines = [paint(columns.line(_HEADINGS), "bold"), columns.rule()]
     reimages = {r["first_seen_new_ns"]: r for r in data.get("reimages", [])}
     gaps = {g["to_ns"]: g for g in data.get("gaps", [])}
-    for event in data["events"]:
+    day = ""
+    for event in events:
         when = event.get("corrected_ts_ns", event["ts_ns"])
         # Each marker once, before the first event at its time (several events may share it).
         gap = gaps.pop(when, None)
         if gap is not None:
-            table.add_row("", "", "", "", f"[dim]… gap of {gap['seconds']} s …[/dim]", "")
+            lines.append(paint(f"… gap of {gap['seconds']} s …", "dim"))
+        stamp = event["ts"]
+        if "corrected_ts_ns" in event:
+            stamp = format_rfc3339_ns(event["corrected_ts_ns"])[:-1] + "*"
+        if stamp[:10] != day:
+            day = stamp[:10]
+            lines.append(paint(f"── {day} ──", "bold"))
         r = reimages.pop(when, None)
         if r is not None:
-            table.add_row(
-                "",
-                "node",
-                "",
-                "",
-                f"[bold cyan]reimage: {r['node_id']} {r['from_instance']} → {r['to_instance']}[/]",
-                "",
-            )
-        marker = (
-            "⟶ FIRST FAILURE "
-            if event.get("first_failure")
-            else ("symptom: " if event.get("symptom") else "")
-        )
-        ids = " ".join(f"{_SHORT[k]}={event[k]}" for k in _IDS if k in event)
-        style = (
-            "reverse bold red"
-            if event.get("first_failure")
-            else _LEVEL_STYLE.get(event.get("level", ""), "")
-        )
-        table.add_row(
-            event["ts"][11:],
+            change = f"reimage: {r['node_id']} {r['from_instance']} → {r['to_instance']}"
+            lines.append(paint(_visible(change), "bold cyan"))
+        first = event.get("first_failure")
+        marker = "⟶ FIRST FAILURE " if first else ("symptom: " if event.get("symptom") else "")
+        cells = (
+            stamp[11:],
             event["layer"],
             event.get("service", ""),
             event.get("level", ""),
             marker + event.get("message", ""),
-            ids,
-            style=style,
+            " ".join(f"{_SHORT[k]}={event[k]}" for k in _IDS if k in event),
         )
-    console.print(table)
+        style = "reverse bold red" if first else _LEVEL_STYLE.get(event.get("level", ""), "")
+        lines.extend(paint(line, style) for line in columns.row(cells))
+    console.file.write("\n".join(lines) + "\n")
+    console.file.flush()
     if data.get("truncated"):
         console.print(
             "[yellow]truncated: more evidence matched than shown "
             "(raise --limit or narrow --from/--to)[/]"
         )
+
+
+_HEADINGS: Final = ("time (UTC)", "layer", "service", "level", "message", "ids")
+_SEPARATOR: Final = "  "
+#: Control characters (C0, DEL, C1) as the escapes that name them: evidence must not move the
+#: cursor, clear the screen or retitle the operator's terminal.
+_VISIBLE: Final = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def _visible(text: str) -> str:
+    return text.translate(_VISIBLE)
+
+
+class _Columns:
+    """The widths of a timeline's columns, and rows laid out in them."""
+
+    def __init__(self, widths: Sequence[int]) -> None:
+        self.widths = tuple(widths)
+
+    @classmethod
+    def fit(cls, events: Sequence[dict[str, Any]], total: int) -> _Columns:
+        """Widths for ``events`` on a terminal ``total`` cells wide: the short columns as wide
+        as their longest value (up to a cap), the message and the identifiers sharing the
+        rest (the message a little more)."""
+
+        def widest(field: str, cap: int) -> int:
+            longest = max((len(str(e.get(field, ""))) for e in events), default=0)
+            return max(len(field), min(longest, cap))
+
+        fixed = [len("HH:MM:SS.123456789Z"), widest("layer", 10), widest("service", 32)]
+        fixed.append(widest("level", 8))
+        rest = total - sum(fixed) - len(_SEPARATOR) * 5
+        message = max(24, rest * 11 // 20)
+        return cls([*fixed, message, max(16, rest - message)])
+
+    def row(self, cells: Sequence[str]) -> list[str]:
+        """One row's lines: each cell folded to its column's width."""
+        folded = [
+            _fold(_visible(cell), width) for cell, width in zip(cells, self.widths, strict=True)
+        ]
+        height = max(map(len, folded))
+        if height == 1:
+            return [self.line(cell[0] for cell in folded)]
+        return [
+            self.line(cell[i] if i < len(cell) else "" for cell in folded) for i in range(height)
+        ]
+
+    def line(self, cells: Iterable[str]) -> str:
+        """Cells side by side, each padded to its column's width."""
+        padded = (_pad(cell, width) for cell, width in zip(cells, self.widths, strict=True))
+        return _SEPARATOR.join(padded).rstrip()
+
+    def rule(self) -> str:
+        return _SEPARATOR.join("─" * width for width in self.widths)
+
+
+def _pad(text: str, width: int) -> str:
+    if text.isascii():
+        return text.ljust(width)
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, max(width, _cell_len(text)))
+
+
+def _fold(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` cells, broken between words where it can be."""
+    plain = text.isascii()
+    size = len if plain else _cell_len
+    if size(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line, used = "", 0
+    for word in text.split(" "):
+        length = size(word)
+        while length > width:  # longer than a line: cut, after what is already on it
+            if line:
+                lines.append(line)
+                line, used = "", 0
+            head = word[:width] if plain else _head(word, width)
+            lines.append(head)
+            word = word[len(head) :]
+            length = size(word)
+        if not line:
+            line, used = word, length
+        elif used + 1 + length <= width:
+            line, used = f"{line} {word}", used + 1 + length
+        else:
+            lines.append(line)
+            line, used = word, length
+    lines.append(line)
+    return lines
+
+
+def _head(word: str, width: int) -> str:
+    """The start of ``word`` that fits ``width`` cells (at least one character)."""
+    from rich.cells import chop_cells
+
+    return chop_cells(word, width)[0] or word[0]
+
+
+def _cell_len(text: str) -> int:
+    """How many terminal cells ``text`` takes (wide characters take two)."""
+    from rich.cells import cell_len as cells
+
+    return cells(text)
+
+
+class _Painter:
+    """Lines in a style, as ANSI escapes for the console's colours (none off a terminal)."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.console import COLOR_SYSTEMS
+
+        self._system = COLOR_SYSTEMS.get(console.color_system) if console.color_system else None
+        self._styles: dict[str, Any] = {}
+
+    def __call__(self, line: str, style: str) -> str:
+        if self._system is None or not style:
+            return line
+        parsed = self._styles.get(style)
+        if parsed is None:
+            from rich.style import Style
+
+            parsed = self._styles[style] = Style.parse(style)
+        return str(parsed.render(line, color_system=self._system))
 
 
 def print_findings(findings: Sequence[dict[str, Any]]) -> None:
@@ -111,11 +245,13 @@ def print_findings(findings: Sequence[dict[str, Any]]) -> None:
     for f in findings:
         style = "bold red" if f.get("severity") == "critical" else "yellow"
         table.add_row(
-            f.get("severity", ""),
-            f.get("rule", ""),
-            f"{f.get('entity_kind')} {f.get('entity_id')}",
-            f"{f.get('age_s', 0) / 60:.0f} min",
-            f.get("summary", ""),
+            *_texts(
+                f.get("severity", ""),
+                f.get("rule", ""),
+                f"{f.get('entity_kind')} {f.get('entity_id')}",
+                f"{f.get('age_s', 0) / 60:.0f} min",
+                f.get("summary", ""),
+            ),
             style=style,
         )
     console.print(table)
@@ -134,15 +270,25 @@ def print_latency(phases: Sequence[dict[str, Any]]) -> None:
 
     for p in phases:
         table.add_row(
-            p["phase"],
-            p["provider"],
-            str(p["count"]),
-            str(p.get("incomplete", 0)),
-            fmt(p.get("p50_s")),
-            fmt(p.get("p95_s")),
-            fmt(p.get("max_s")),
+            *_texts(
+                p["phase"],
+                p["provider"],
+                str(p["count"]),
+                str(p.get("incomplete", 0)),
+                fmt(p.get("p50_s")),
+                fmt(p.get("p95_s")),
+                fmt(p.get("max_s")),
+            )
         )
     _console().print(table)
+
+
+def _texts(*cells: Any) -> list[Any]:
+    """Cells as rich ``Text``: what evidence says (a summary, a provider's name) is shown as
+    written, not read as markup, its control characters escaped."""
+    from rich.text import Text
+
+    return [Text(_visible(str(cell))) for cell in cells]
 
 
 _CSS: Final = """
