@@ -60,6 +60,7 @@ def _summary(result: IngestResult, took_s: float) -> str:
 def _progress_factory(enabled: bool) -> Any:
     if not enabled:
         return None
+    from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     progress = Progress(
@@ -73,7 +74,7 @@ def _progress_factory(enabled: bool) -> Any:
     def for_file(path: Path, size: int) -> Any:
         if not progress.live.is_started:
             progress.start()
-        task = progress.add_task(path.name, total=size)
+        task = progress.add_task(escape(path.name), total=size)  # a name, not markup
         return lambda n: progress.advance(task, n)
 
     for_file.stop = progress.stop  # type: ignore[attr-defined]
