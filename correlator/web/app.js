@@ -46,12 +46,15 @@
   const BREAK_W = 56;
   const TICK_MIN_PX = 90;
   const TICK_CHAR_PX = 7; // an 11px monospace digit is ~6.6px wide
+  const LABEL_CHAR_PX = 8; // an 11.5px bold sans-serif character is 7-8px wide
   const NS_PER_MS = 1e6;
   // Quiet stretches longer than this, and than BREAK_SHARE of the time still drawn linearly,
   // are drawn BREAK_W wide (at most MAX_BREAKS of them).
   const BREAK_MIN_NS = 10e9;
   const BREAK_SHARE = 0.25;
   const MAX_BREAKS = 5;
+  const DAY_MS = 864e5;
+  const IDS_SHOWN = 8; // identifiers of one kind shown before a "more" button
   const TICK_STEPS_MS = [
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5,
     18e5, 36e5, 72e5, 108e5, 216e5, 432e5, 864e5,
@@ -411,10 +414,30 @@
     const list = $("ids");
     clear(list);
     for (const key of SEARCH_ORDER) {
-      for (const value of (data.ids && data.ids[key]) || []) {
-        const current = key === seed.key && value === seed.value;
-        list.appendChild(h("li", null, pivotButton(key, value, current)));
+      const values = (data.ids && data.ids[key]) || [];
+      // A busy node's dozens of instances would push the lanes off the screen: the first
+      // few of a kind are shown (the seed among them), the rest behind a button.
+      const isSeed = (value) => key === seed.key && value === seed.value;
+      const shown =
+        values.length > IDS_SHOWN + 1
+          ? values.filter((value, i) => i < IDS_SHOWN || isSeed(value))
+          : values;
+      for (const value of shown) {
+        list.appendChild(h("li", null, pivotButton(key, value, isSeed(value))));
       }
+      if (shown.length === values.length) continue;
+      const rest = values.filter((value) => !shown.includes(value));
+      const more = h("button", {
+        type: "button",
+        class: "pivot more",
+        text: `${rest.length} more ${key}`,
+        "aria-label": `Show ${rest.length} more ${key} values`,
+      });
+      const item = h("li", null, more);
+      more.addEventListener("click", () => {
+        item.replaceWith(...rest.map((value) => h("li", null, pivotButton(key, value, false))));
+      });
+      list.appendChild(item);
     }
     const meta = $("meta");
     clear(meta);
@@ -565,19 +588,34 @@
     const { from, to } = segment;
     const px = scale(to) - scale(from);
     // A point, or a run too short for two labels: one tick at its start.
-    if (px < TICK_MIN_PX) return [{ t: from, ms: from % 1e9 !== 0 }];
+    if (px < TICK_MIN_PX) return [{ t: from, ms: from % 1e9 !== 0, day: false }];
     const spanMs = (to - from) / NS_PER_MS;
     const step =
       TICK_STEPS_MS.find((ms) => (px * ms) / spanMs >= TICK_MIN_PX) ||
       TICK_STEPS_MS[TICK_STEPS_MS.length - 1];
     const stepNs = step * NS_PER_MS;
-    if ((to - from) / stepNs > 60) return [{ t: from, ms: false }, { t: to, ms: false }];
+    const day = step >= DAY_MS; // ticks a day or more apart are labelled with their dates
+    if ((to - from) / stepNs > 60) {
+      return [
+        { t: from, ms: false, day },
+        { t: to, ms: false, day },
+      ];
+    }
     const ticks = [];
     for (let t = Math.ceil(from / stepNs) * stepNs; t <= to; t += stepNs) {
-      ticks.push({ t, ms: step < 1000 });
+      ticks.push({ t, ms: step < 1000, day });
     }
-    if (!ticks.length) ticks.push({ t: from, ms: step < 1000 });
+    if (!ticks.length) ticks.push({ t: from, ms: step < 1000, day });
     return ticks;
+  }
+
+  // A tick's label: its date for ticks days apart; else its time, after its date ("11-23
+  // 00:00:00") when it is the first label of a day other than the one labelled before it.
+  function tickText(tick, labelledDay) {
+    const iso = isoOf(tick.t);
+    if (tick.day) return iso.slice(5, 10);
+    const time = clock(tick.t, tick.ms);
+    return iso.slice(0, 10) === labelledDay ? time : `${iso.slice(5, 10)} ${time}`;
   }
 
   function layersOf(events) {
@@ -751,18 +789,20 @@
       }),
     );
     let labelEnd = -Infinity; // right edge of the last tick label drawn: labels never overlap
+    let labelledDay = isoOf(scale.first).slice(0, 10); // the day the axis-date names
     scale.segments.forEach((segment, i) => {
       for (const tick of ticksFor(segment, scale)) {
         const tx = scale(tick.t);
         axis.appendChild(
           s("line", { x1: tx, y1: AXIS_H - 6, x2: tx, y2: lanesBottom, class: "grid" }),
         );
-        const text = clock(tick.t, tick.ms);
+        const text = tickText(tick, labelledDay);
         const half = (text.length * TICK_CHAR_PX) / 2;
         // Keep the labels at the plot's edges inside the drawing.
         const x = Math.min(Math.max(tx, half + 2), width - half - 2);
         if (x - half < labelEnd + 6) continue;
         labelEnd = x + half;
+        labelledDay = isoOf(tick.t).slice(0, 10);
         axis.appendChild(
           s("text", { x, y: AXIS_H - 8, class: "tick", "text-anchor": "middle", text }),
         );
@@ -823,13 +863,20 @@
       );
     }
     // Reimage boundaries: the node's last record on the old instance, first on the new one.
+    // Every boundary is drawn; a label only where it does not cover the one before it (a
+    // busy node is reimaged dozens of times a month): the others say it on hover.
+    let reimageLabelEnd = -Infinity;
     for (const reimage of data.reimages || []) {
       if (!inView(Number(reimage.first_seen_new_ns))) continue;
       const rx0 = scale(Number(reimage.last_seen_old_ns));
       const rx1 = scale(Number(reimage.first_seen_new_ns));
       const label = `reimage ${reimage.node_id}: ${reimage.from_instance} → ${reimage.to_instance}`;
       const lineX = rx1 - MARK_R - 3;
-      const anchorEnd = lineX > right - 200;
+      const labelW = label.length * LABEL_CHAR_PX;
+      const anchorEnd = lineX + 4 + labelW > right; // ends at its line rather than past the plot
+      const labelStart = anchorEnd ? lineX - 4 - labelW : lineX + 4;
+      const labelled = labelStart > reimageLabelEnd + 6;
+      if (labelled) reimageLabelEnd = labelStart + labelW;
       overlays.appendChild(
         s(
           "g",
@@ -849,13 +896,15 @@
             y2: lanesBottom,
             class: "reimage-line",
           }),
-          s("text", {
-            x: anchorEnd ? lineX - 4 : lineX + 4,
-            y: AXIS_H + MARKER_ROW_H - 5,
-            "text-anchor": anchorEnd ? "end" : "start",
-            class: "reimage-label",
-            text: label,
-          }),
+          labelled
+            ? s("text", {
+                x: anchorEnd ? lineX - 4 : lineX + 4,
+                y: AXIS_H + MARKER_ROW_H - 5,
+                "text-anchor": anchorEnd ? "end" : "start",
+                class: "reimage-label",
+                text: label,
+              })
+            : null,
         ),
       );
     }

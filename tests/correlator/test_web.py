@@ -9,6 +9,7 @@ needed). A screenshot at 1280x800 lands in ``test-artifacts/timeline.png``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -247,6 +248,7 @@ def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page)
     expect(page.locator("#lanes .mark")).to_have_count(len(data["events"]))
     expect(page.locator("#lanes .mark.symptom")).to_have_count(len(data["verdict"]["explains"]))
     expect(page.locator("#lanes .reimage")).to_contain_text("reimage n-17: ni-3 → ni-4")
+    expect(page.locator("#lanes .reimage-label")).to_have_text(["reimage n-17: ni-3 → ni-4"])
     expect(page.locator("#meta")).to_contain_text("api:provisioning-api -1.196 s")
 
     # The first failure opens with its raw evidence and identifiers.
@@ -352,6 +354,101 @@ def test_dragging_across_the_lanes_zooms_and_reset_restores(server: str, page: P
     page.locator("#zoom-reset").click()
     expect(marks).to_have_count(15)
     expect(page.locator("#zoom-reset")).to_be_hidden()
+
+
+def test_an_axis_over_several_days_names_each_day(server: str, page: Page) -> None:
+    days = ["2026-11-10", "2026-11-11", "2026-11-12"]
+    records = [
+        {
+            "ts": f"{day}T10:00:00Z",
+            "level": "info",
+            "event": f"step {i}",
+            "service": "provisioning-api",
+            "layer": "api",
+            "allocation_id": "a-days",
+        }
+        for i, day in enumerate(days)
+    ]
+    posted = httpx.post(
+        f"{server}/v1/evidence?source=ndjson",
+        content=b"\n".join(orjson.dumps(record) for record in records),
+        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+    )
+    assert posted.json()["accepted"] == 3, posted.text
+    page.goto(f"{server}/?allocation_id=a-days")
+    expect(page.locator("#lanes .mark")).to_have_count(3)
+    expect(page.locator("#lanes .axis-date")).to_have_text("2026-11-10 UTC")
+    labels = page.locator("#lanes .axis .tick").all_text_contents()
+    # Each day after the first is named where its labels start: the same time on three days
+    # must not read as three times "10:00:00".
+    assert labels == ["10:00:00", "11-11 10:00:00", "11-12 10:00:00"]
+
+
+def test_many_identifiers_of_a_kind_wait_behind_a_button(server: str, page: Page) -> None:
+    corrs = [f"c-many-{i:02d}" for i in range(12)]
+    records = [
+        {
+            "ts": f"2026-11-15T10:00:{i:02d}Z",
+            "level": "info",
+            "event": "request",
+            "service": "provisioning-api",
+            "layer": "api",
+            "allocation_id": "a-many",
+            "correlation_id": corr,
+        }
+        for i, corr in enumerate(corrs)
+    ]
+    posted = httpx.post(
+        f"{server}/v1/evidence?source=ndjson",
+        content=b"\n".join(orjson.dumps(record) for record in records),
+        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+    )
+    assert posted.json()["accepted"] == 12, posted.text
+    page.goto(f"{server}/?allocation_id=a-many")
+    ids = page.locator("#ids")
+    expect(ids.locator("button.pivot.current")).to_have_text("allocation_id=a-many")
+    shown = ids.locator("button.pivot:not(.more)", has_text="correlation_id=")
+    expect(shown).to_have_count(8)
+    more = ids.get_by_role("button", name="Show 4 more correlation_id values")
+    expect(more).to_have_text("4 more correlation_id")
+    more.click()
+    expect(shown).to_have_count(12)
+    expect(ids.locator("button.more")).to_have_count(0)
+    names = shown.all_text_contents()
+    assert sorted(names) == [f"correlation_id={corr}" for corr in corrs]
+
+
+def test_crowded_reimages_are_all_drawn_and_their_labels_never_overlap(
+    server: str, page: Page
+) -> None:
+    # Six records of one node, its instance changing at each: five reimages in five seconds.
+    records = [
+        {
+            "ts": f"2026-11-16T10:00:0{i}Z",
+            "level": "info",
+            "event": "agent started",
+            "service": "node-agent",
+            "layer": "node",
+            "node_id": "n-crowd",
+            "node_instance_id": f"ni-crowd-{i}",
+        }
+        for i in range(6)
+    ]
+    posted = httpx.post(
+        f"{server}/v1/evidence?source=ndjson",
+        content=b"\n".join(orjson.dumps(record) for record in records),
+        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+    )
+    assert posted.json()["accepted"] == 6, posted.text
+    page.goto(f"{server}/?node_id=n-crowd")
+    expect(page.locator("#lanes .reimage")).to_have_count(5)
+    expect(page.locator("#lanes .reimage-line")).to_have_count(5)
+    boxes = page.locator("#lanes .reimage-label").evaluate_all(
+        "labels => labels.map(l => { const b = l.getBBox(); return [b.x, b.x + b.width]; })"
+    )
+    assert 1 <= len(boxes) < 5
+    for (_, end), (start, _) in itertools.pairwise(sorted(boxes)):
+        assert end <= start, boxes
 
 
 def test_hostile_evidence_and_input_are_shown_never_run(server: str, page: Page) -> None:
