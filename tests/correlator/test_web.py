@@ -356,6 +356,16 @@ def test_dragging_across_the_lanes_zooms_and_reset_restores(server: str, page: P
     expect(page.locator("#zoom-reset")).to_be_hidden()
 
 
+def _post(server: str, records: list[dict[str, Any]]) -> None:
+    """Ingest agent records through ``POST /v1/evidence``; every one must be accepted."""
+    posted = httpx.post(
+        f"{server}/v1/evidence?source=ndjson",
+        content=b"\n".join(orjson.dumps(record) for record in records),
+        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
+    )
+    assert posted.json()["accepted"] == len(records), posted.text
+
+
 def test_an_axis_over_several_days_names_each_day(server: str, page: Page) -> None:
     days = ["2026-11-10", "2026-11-11", "2026-11-12"]
     records = [
@@ -369,12 +379,7 @@ def test_an_axis_over_several_days_names_each_day(server: str, page: Page) -> No
         }
         for i, day in enumerate(days)
     ]
-    posted = httpx.post(
-        f"{server}/v1/evidence?source=ndjson",
-        content=b"\n".join(orjson.dumps(record) for record in records),
-        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
-    )
-    assert posted.json()["accepted"] == 3, posted.text
+    _post(server, records)
     page.goto(f"{server}/?allocation_id=a-days")
     expect(page.locator("#lanes .mark")).to_have_count(3)
     expect(page.locator("#lanes .axis-date")).to_have_text("2026-11-10 UTC")
@@ -398,12 +403,7 @@ def test_many_identifiers_of_a_kind_wait_behind_a_button(server: str, page: Page
         }
         for i, corr in enumerate(corrs)
     ]
-    posted = httpx.post(
-        f"{server}/v1/evidence?source=ndjson",
-        content=b"\n".join(orjson.dumps(record) for record in records),
-        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
-    )
-    assert posted.json()["accepted"] == 12, posted.text
+    _post(server, records)
     page.goto(f"{server}/?allocation_id=a-many")
     ids = page.locator("#ids")
     expect(ids.locator("button.pivot.current")).to_have_text("allocation_id=a-many")
@@ -434,12 +434,7 @@ def test_crowded_reimages_are_all_drawn_and_their_labels_never_overlap(
         }
         for i in range(6)
     ]
-    posted = httpx.post(
-        f"{server}/v1/evidence?source=ndjson",
-        content=b"\n".join(orjson.dumps(record) for record in records),
-        headers={"Authorization": f"Bearer {WRITE_TOKEN}"},
-    )
-    assert posted.json()["accepted"] == 6, posted.text
+    _post(server, records)
     page.goto(f"{server}/?node_id=n-crowd")
     expect(page.locator("#lanes .reimage")).to_have_count(5)
     expect(page.locator("#lanes .reimage-line")).to_have_count(5)
