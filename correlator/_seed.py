@@ -15,14 +15,18 @@ counts the same.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from operator import is_not
 
 import duckdb
-import pyarrow.compute as pc
 
 from correlator.model import IDENTIFIER_KEYS
 
 __all__ = ["Seed", "read_seed"]
+
+_is_set = partial(is_not, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +55,13 @@ def read_seed(cursor: duckdb.DuckDBPyConnection, key: str, value: str) -> Seed:
         f"SELECT ts_ns, {', '.join(others)} FROM events WHERE {key} = ?",  # noqa: S608 - names from the fixed IDENTIFIER_KEYS, values bound
         params=[value],
     ).to_arrow_table()
-    # Counted by Arrow, without a Python object per row: a busy node's 10,000 rows become the
-    # few thousand identifiers they mention (values in order of first appearance, as a
-    # Counter would list them). Rows without the identifier are dropped first.
-    times, *columns = table.columns
+    times, *columns = (column.to_pylist() for column in table.columns)
     link_counts: dict[str, dict[str, int]] = {}
-    for other, column in zip(others, columns, strict=True):
-        counts = pc.value_counts(pc.drop_null(column))
-        if len(counts):
-            values = counts.field("values").to_pylist()
-            link_counts[other] = dict(zip(values, counts.field("counts").to_pylist(), strict=True))
-    low, high = pc.min_max(times).values()
-    bounds = None if low.as_py() is None else (low.as_py(), high.as_py())
+    for other, values in zip(others, columns, strict=True):
+        # The rows without this identifier (most rows of a node carry no correlation id) are
+        # dropped in C before counting rather than counted and popped.
+        counts = Counter(filter(_is_set, values))
+        if counts:
+            link_counts[other] = dict(counts)
+    bounds = (min(times), max(times)) if times else None
     return Seed(key, value, bounds, link_counts)
