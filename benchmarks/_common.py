@@ -337,6 +337,27 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """The machine's CPU time so far, in clock ticks: (stolen by the hypervisor, all), from
+    ``/proc/stat``; None where there is no such file."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    steal = fields[7] if len(fields) > 7 else 0
+    return steal, sum(fields[:8])
+
+
+def steal_share(since: tuple[int, int] | None) -> float | None:
+    """The share of the CPU time since ``since`` (a :func:`cpu_ticks`) that the hypervisor
+    gave to other guests: on a shared host, what makes one run slower than the next."""
+    now = cpu_ticks()
+    if since is None or now is None or now[1] <= since[1]:
+        return None
+    return (now[0] - since[0]) / (now[1] - since[1])
+
+
 def machine_note() -> str:
     """CPU model, core count, Python and the load average, for the results file."""
     model = platform.processor() or platform.machine()

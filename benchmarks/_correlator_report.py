@@ -25,8 +25,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         f"| ingest_paths, workers={workers}, ev/s | ingest s | DB MiB "
         "| DuckDB read_json alone ev/s | ingest / DuckDB "
         + ("| cluster s | DB MiB after " if clustered else "")
-        + "| first query ms | cardinalities s | timeline p50 ms | p95 ms | max ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        + "| first query ms | cardinalities s | timeline p50 ms | p95 ms | max ms | CPU stolen |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         + ("---:|---:|" if clustered else ""),
     ]
     for row in rows:
@@ -41,9 +41,15 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             + (f"| {c['seconds']:.0f} | {c['db_mib']:,.0f} " if c else "")
             + f"| {t['first_s'] * 1000:,.0f} "
             f"| {t['cardinalities_s']:.1f} "
-            f"| {t['p50_s'] * 1000:,.0f} | {t['p95_s'] * 1000:,.0f} | {t['max_s'] * 1000:,.0f} |"
+            f"| {t['p50_s'] * 1000:,.0f} | {t['p95_s'] * 1000:,.0f} | {t['max_s'] * 1000:,.0f} "
+            f"| {_share(t.get('steal'))} |"
         )
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    """The host's steal during the timelines ("-" where unknown: another OS, an older run)."""
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _floor_cells(row: dict[str, Any]) -> str:

@@ -24,7 +24,9 @@ Measured, on a fresh on-disk DuckDB per size:
    node, on the store opened read-only (as the CLI does). The first query is reported apart
    (it reads the stored link cardinalities; "cardinalities s" is what computing them costs,
    i.e. what the first query paid before they were stored); p50 / p95 / max over the
-   others, warm.
+   others, warm. "CPU stolen" is the share of the machine's CPU time the hypervisor gave to
+   other guests while the queries ran (``/proc/stat``): on a shared host it is what makes one
+   run slower than the next.
 
 Run: ``python -m benchmarks.correlator [--sizes 1e5,1e6,1e7] [--queries 50] [--seed 1]
 [--workers 2] [--cluster] [--keep DIR] [--json] [--record]``. ``--cluster`` runs
@@ -58,7 +60,7 @@ from typing import Any, Final
 
 import orjson
 
-from benchmarks._common import machine_note, rss_kib
+from benchmarks._common import cpu_ticks, machine_note, rss_kib, steal_share
 from benchmarks._correlator_report import kinds_table, load, record, section, table
 from benchmarks.fleet import SEED_KINDS, Fleet, generate, load_fleet, save_fleet
 
@@ -335,10 +337,15 @@ def run_size(
             db = copy
         clustered = measure_cluster(db)
         _say(f"{events:,}: clustered in {clustered['seconds']:.0f} s")
+    ticks = cpu_ticks()
     timelines = measure_timelines(db, _seeds(fleet, queries, random.Random(seed)), profile=profile)
+    timelines["steal"] = steal_share(ticks)
+    steal = (
+        "" if timelines["steal"] is None else f" (CPU stolen by the host: {timelines['steal']:.0%})"
+    )
     _say(
         f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, "
-        f"p95 {timelines['p95_s'] * 1000:.0f} ms"
+        f"p95 {timelines['p95_s'] * 1000:.0f} ms{steal}"
     )
     if keep:
         if cluster:
