@@ -155,14 +155,16 @@ def nginx_events(
     return fetch_events(cursor, sql, [from_ns, to_ns])
 
 
-def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> list[Event]:
-    """Every lifecycle event (``Store.lifecycle_events``), oldest first, at most ``limit``."""
+def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[list[Event], bool]:
+    """The lifecycle events (``Store.lifecycle_events``), oldest first: at most ``limit``, and
+    whether more matched."""
     sql = (
         f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
         "WHERE entity_kind IS NOT NULL OR layer IN ('provider', 'projection') "
         "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
     )
-    return fetch_events(cursor, sql, [limit])
+    events = fetch_events(cursor, sql, [limit + 1])
+    return events[:limit], len(events) > limit
 
 
 def time_bounds(cursor: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:

@@ -173,12 +173,12 @@ def create_app(
     @app.get("/v1/findings", dependencies=[Depends(require_read)])
     async def get_findings() -> dict[str, Any]:
         """Stuck lifecycles, drift and orphans."""
-        return {"findings": await run_in_threadpool(queries.findings, store, now_ns())}
+        return await run_in_threadpool(queries.findings, store, now_ns())
 
     @app.get("/v1/latency", dependencies=[Depends(require_read)])
     async def get_latency() -> dict[str, Any]:
         """Per-phase workflow durations by provider: count, p50, p95."""
-        return {"phases": await run_in_threadpool(queries.latency, store)}
+        return await run_in_threadpool(queries.latency, store)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

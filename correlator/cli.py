@@ -196,24 +196,24 @@ def _findings(args: argparse.Namespace, store: Store) -> int:
     from correlator import queries, render
 
     now = queries.parse_time_ns(args.now) if args.now else time.time_ns()
-    found = queries.findings(store, now)
+    answer = queries.findings(store, now)
     if args.log:
-        queries.log_findings(found)
+        queries.log_findings(answer["findings"])
     if args.json:
-        _print_json({"findings": found})
+        _print_json(answer)
     else:
-        render.print_findings(found)
+        render.print_findings(answer["findings"], truncated=answer["truncated"])
     return 0
 
 
 def _latency(args: argparse.Namespace, store: Store) -> int:
     from correlator import queries, render
 
-    phases = queries.latency(store)
+    answer = queries.latency(store)
     if args.json:
-        _print_json({"phases": phases})
+        _print_json(answer)
     else:
-        render.print_latency(phases)
+        render.print_latency(answer["phases"], truncated=answer["truncated"])
     return 0
 
 
@@ -283,7 +283,7 @@ def _start_findings_logger(store: Store, interval_s: float) -> None:
     def loop() -> None:
         while True:
             try:
-                queries.log_findings(queries.findings(store, time.time_ns()))
+                queries.log_findings(queries.findings(store, time.time_ns())["findings"])
             except CorrelatorError as exc:
                 print(f"correlator: findings could not be computed: {exc}", file=sys.stderr)
             time.sleep(interval_s)

@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
         data = incident.timeline_for(store, "allocation_id", FAILING_ALLOCATION)
         render.print_timeline(data)
         print()
-        render.print_findings(queries.findings(store, now_ns))
+        render.print_findings(queries.findings(store, now_ns)["findings"])
         print()
-        render.print_latency(queries.latency(store))
+        render.print_latency(queries.latency(store)["phases"])
     if args.no_serve:
         return 0
     print(

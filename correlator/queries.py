@@ -83,24 +83,36 @@ def parse_time_ns(text: str) -> int:
         raise QueryError(f"{text!r} is not a time: use RFC 3339, nanoseconds, or now-1h") from exc
 
 
-def findings(store: Store, now_ns: int) -> list[dict[str, Any]]:
-    """Stuck lifecycles, drift and orphans, most severe first."""
+def findings(store: Store, now_ns: int) -> dict[str, Any]:
+    """Stuck lifecycles, drift and orphans, most severe first: ``GET /v1/findings``.
+
+    Returns:
+        ``{"findings": [...], "truncated": bool}``: truncated when the store holds more
+        lifecycle events than are read (``store.LIFECYCLE_LIMIT``, the oldest kept), so that
+        findings about the newest may be missing.
+    """
     from correlator import findings as rules
 
+    events, truncated = store.lifecycle_events()
     shown = []
-    for finding in rules.find(store.lifecycle_events(), now_ns=now_ns):
+    for finding in rules.find(events, now_ns=now_ns):
         data = finding.as_dict()
         # Hashes as the timeline shows them: 16 hex digits (JSON numbers lose bits past 2**53).
         data["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in data.get("evidence", [])]
         shown.append(data)
-    return shown
+    return {"findings": shown, "truncated": truncated}
 
 
-def latency(store: Store) -> list[dict[str, Any]]:
-    """Per-phase durations by provider."""
+def latency(store: Store) -> dict[str, Any]:
+    """Per-phase durations by provider: ``GET /v1/latency``.
+
+    Returns:
+        ``{"phases": [...], "truncated": bool}``, truncated as in :func:`findings`.
+    """
     from correlator import latency as phases
 
-    return [p.as_dict() for p in phases.latency(store.lifecycle_events())]
+    events, truncated = store.lifecycle_events()
+    return {"phases": [p.as_dict() for p in phases.latency(events)], "truncated": truncated}
 
 
 def log_findings(found: list[dict[str, Any]]) -> None:

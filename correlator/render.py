@@ -231,9 +231,17 @@ class _Painter:
         return str(parsed.render(line, color_system=self._system))
 
 
-def print_findings(findings: Sequence[dict[str, Any]]) -> None:
-    """Findings, most severe first."""
+_LIFECYCLE_CUT: Final = (
+    "[yellow]truncated: the store holds more lifecycle events than are read "
+    "(the oldest 1,000,000); what the newest show is missing[/]"
+)
+
+
+def print_findings(findings: Sequence[dict[str, Any]], *, truncated: bool = False) -> None:
+    """Findings, most severe first; ``truncated``: not every lifecycle event was read."""
     console = _console()
+    if truncated:
+        console.print(_LIFECYCLE_CUT)
     if not findings:
         console.print("no findings: no stuck lifecycle, drift or orphan")
         return
@@ -257,9 +265,12 @@ def print_findings(findings: Sequence[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def print_latency(phases: Sequence[dict[str, Any]]) -> None:
-    """Per-phase durations by provider, side by side."""
+def print_latency(phases: Sequence[dict[str, Any]], *, truncated: bool = False) -> None:
+    """Per-phase durations by provider, side by side; ``truncated`` as in print_findings."""
     from rich.table import Table
+
+    if truncated:
+        _console().print(_LIFECYCLE_CUT)
 
     table = Table()
     for column in ("phase", "provider", "count", "incomplete", "p50 s", "p95 s", "max s"):

@@ -306,7 +306,7 @@ def _analyse(db_path: Path, seed: dict[str, str]) -> tuple[dict[str, Any], list[
     with Store(db_path) as store:
         timeline = incident.timeline_for(store, key, value)
         found = []
-        events = store.lifecycle_events()
+        events, _ = store.lifecycle_events()  # a devstack holds a few hundred
         for finding in rules.find(events, now_ns=time.time_ns(), config=FINDINGS_CONFIG):
             shown = finding.as_dict()
             # As `correlator findings --json` shows them: 16 hex digits.

@@ -1199,6 +1199,12 @@
       const data = await api("/v1/findings");
       renderFindings(data.findings || []);
       status.textContent = data.findings && data.findings.length ? "" : "No open findings.";
+      if (data.truncated) {
+        // The store holds more lifecycle events than findings read: the newest are missing.
+        const cut =
+          "Only the oldest lifecycle events were read: findings about the newest may be missing.";
+        status.textContent = status.textContent ? `${status.textContent} ${cut}` : cut;
+      }
     } catch (err) {
       if (err.status === 401) {
         status.textContent = "Findings need a token.";

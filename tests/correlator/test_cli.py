@@ -211,7 +211,7 @@ def test_findings_and_latency_of_the_demo(
     assert rules == ["projection_drift", "release_failed_stuck"]
     assert main(["--db", str(demo_db), "latency", "--json"]) == 0
     phases = [dict(zip(_LATENCY_KEYS, row, strict=True)) for row in DEMO_LATENCY]
-    assert orjson.loads(capsys.readouterr().out) == {"phases": phases}
+    assert orjson.loads(capsys.readouterr().out) == {"phases": phases, "truncated": False}
     assert main(["--db", str(demo_db), "findings", "--now", now]) == 0
     assert "release_failed_stuck" in capsys.readouterr().out
 

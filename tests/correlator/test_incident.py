@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agent_logging._render import rfc3339_ns
-from correlator import demo, incident, queries
+from correlator import demo, incident, queries, render
 from correlator._demo_story import FAILING_ALLOCATION, STUCK_ALLOCATION
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import Event
@@ -72,14 +72,36 @@ def test_a_healthy_allocation_has_no_failure(demo_store: Store) -> None:
 
 
 def test_findings_and_latency_of_the_demo(demo_store: Store) -> None:
-    found = queries.findings(demo_store, DEMO_NOW_NS)
+    answer = queries.findings(demo_store, DEMO_NOW_NS)
+    found = answer["findings"]
     assert [(f["rule"], f["entity_id"]) for f in found] == [
         ("projection_drift", "prov-a-9e01"),
         ("release_failed_stuck", STUCK_ALLOCATION),
     ]
+    assert answer["truncated"] is False
     assert all(len(h) == 16 for f in found for h in f["evidence"])
-    phases = {(p["phase"], p["provider"]): p for p in queries.latency(demo_store)}
+    timing = queries.latency(demo_store)
+    assert timing["truncated"] is False
+    phases = {(p["phase"], p["provider"]): p for p in timing["phases"]}
     assert phases[("provision", "aap")]["p50_s"] > phases[("provision", "eda")]["p50_s"]
+
+
+def test_findings_and_latency_say_when_they_read_only_the_oldest_lifecycle_events(
+    demo_store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events, truncated = demo_store.lifecycle_events()
+    assert not truncated
+    kept, cut = demo_store.lifecycle_events(limit=len(events) - 1)
+    assert cut and kept == events[:-1]  # the oldest, in the store's order
+    assert demo_store.lifecycle_events(limit=len(events)) == (events, False)
+    monkeypatch.setattr("correlator.store.LIFECYCLE_LIMIT", 5)
+    answer = queries.findings(demo_store, DEMO_NOW_NS)
+    assert answer["truncated"] is True
+    assert queries.latency(demo_store)["truncated"] is True
+    render.print_findings(answer["findings"], truncated=True)
+    assert "truncated: the store holds more lifecycle events than are read" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize(

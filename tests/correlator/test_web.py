@@ -306,6 +306,24 @@ def test_findings_link_to_their_timelines(server: str, page: Page) -> None:
     expect(page.locator("#verdict .owner")).to_have_text("node")
 
 
+def test_findings_say_when_only_the_oldest_lifecycle_events_were_read(
+    server: str, page: Page
+) -> None:
+    answer = {"findings": [], "truncated": True}
+    page.route(
+        "**/v1/findings",
+        lambda route: route.fulfill(content_type="application/json", body=orjson.dumps(answer)),
+    )
+    try:
+        page.goto(f"{server}/")
+        expect(page.locator("#findings-status")).to_have_text(
+            "No open findings. Only the oldest lifecycle events were read: findings about the "
+            "newest may be missing."
+        )
+    finally:
+        page.unroute("**/v1/findings")
+
+
 def test_keyboard_reaches_and_opens_events(server: str, page: Page) -> None:
     page.goto(f"{server}/?allocation_id=a-7f3c")
     expect(page.locator("#verdict .owner")).to_have_text("cert")
