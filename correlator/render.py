@@ -38,7 +38,7 @@ def print_timeline(data: dict[str, Any]) -> None:
 
     The rows are laid out here (columns fitted to the terminal, long cells folded at word
     boundaries) and written at once, styled by rich's ``Style``: rich's ``Table`` measured
-    and wrapped every cell, 14.5 s for a busy node's 10,000 events. Evidence is shown as
+    and wrapped every cell, 13.8 s for a busy node's 10,000 events. Evidence is shown as
     text, never read as markup, and control characters in it are shown escaped (``\\x1b``)
     rather than sent to the terminal.
     """
