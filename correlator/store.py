@@ -51,11 +51,11 @@ __all__ = ["LIFECYCLE_LIMIT", "IngestResult", "Store"]
 #: The name the database file is attached under, and the row-group size of new rows (DuckDB's
 #: default is 122,880): see Store.__init__.
 _DATABASE: Final = "evidence"
+_ROW_GROUP_ROWS: Final = 16_384
 #: Findings and latency read at most this many lifecycle events, as Python objects (~7 KB
 #: each while they are read: 793,000 of a 10^7-event store took 5.7 GB and 29 s); past it
 #: their answers say ``truncated``.
 LIFECYCLE_LIMIT: Final = 1_000_000
-_ROW_GROUP_ROWS: Final = 16_384
 
 
 class Store:
@@ -308,16 +308,13 @@ class Store:
     def cluster(self) -> None:
         """Rewrite the events in ``(node_id, ts_ns, hash)`` order, indexes included.
 
-        Evidence arrives in time order, one file per service, so a busy node's events end up
-        in many row groups of the table; clustered, they sit in one or two. Each ingest batch
-        is already stored ordered by node (a busy node's rows lie in a few runs), so this
-        gains little today: busy-node timelines at 10^7 events took 170-198 ms at p50
-        clustered against 149-241 ms unclustered in alternated runs (``benchmarks/correlator.py
-        --cluster``, ``benchmarks/RESULTS.md``, tenth session); it was three times faster for
-        stores written before batches were ordered. The price is a sort of every event (71-83
-        s for 10 million on the 2-core benchmark machine) and, until DuckDB reuses it, the old
-        table's space in the file. Events ingested later are appended unclustered. Readers see
-        the old table until the rewrite commits.
+        A busy node's events end up in many row groups (evidence arrives in time order, one
+        file per service); clustered, they sit in one or two. Since each ingest batch is
+        stored ordered by node, this gains little: busy-node timelines at 10^7 events took
+        170-198 ms at p50 clustered, 149-241 unclustered (``benchmarks/RESULTS.md``, tenth
+        session). The price: a sort of every event (71-83 s for 10 million on 2 cores) and,
+        until DuckDB reuses it, the old table's space in the file. Events ingested later are
+        appended unclustered; readers see the old table until the rewrite commits.
         """
         with self._writer() as cursor:
             _writes.cluster(cursor)
