@@ -7,16 +7,15 @@ JSON shapes of DESIGN §6.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any, Final
 
 from agent_logging._ids import problem
 from agent_logging._render import rfc3339_ns
 from correlator import graph, timeline, verdict
+from correlator._collector import collector_paused
 from correlator._parents import ParentQuery
 from correlator._seed import Seed
 from correlator.errors import NotFoundError, QueryError
@@ -229,7 +228,7 @@ def timeline_for(
             f"the window from {format_rfc3339_ns(from_ns)} to {format_rfc3339_ns(to_ns)} holds "
             "nothing: 'from' must be before 'to'"
         )
-    with _collector_paused():
+    with collector_paused():
         return _timeline(store, key, value, from_ns, to_ns, limit, window_s)
 
 
@@ -247,36 +246,6 @@ def _top(
 
 def _order(event: Event) -> tuple[int, int]:
     return event.ts_ns, event.hash
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while an answer is built.
-
-    A busy node's answer is some 100,000 new objects (events, their JSON dicts), none of them
-    garbage; the collector would walk them again and again as they survive generation after
-    generation: a third of the answer's Python time (benchmarks/correlator.py). Reference
-    counting still frees everything; the collector resumes (if it was running) at the end,
-    also on error. Threads answering at the same time at worst resume it early.
-
-    Resumed as it is, the collector would walk every one of those objects once more at the
-    next allocation (they are all young): ~10 ms for a busy node. They are moved to the oldest
-    generation first (``gc.freeze`` then ``gc.unfreeze``: a splice of the generations' lists,
-    not a walk), where only the rare full collection looks at them; most are freed by
-    reference counting long before. Skipped when the process keeps objects frozen of its own
-    (a pre-forking server's): unfreezing would hand those back to the collector.
-    """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def _timeline(

@@ -6,6 +6,7 @@ import re
 import time
 from typing import Any, Final
 
+from correlator._collector import collector_paused
 from correlator.errors import QueryError
 from correlator.store import Store
 
@@ -93,9 +94,11 @@ def findings(store: Store, now_ns: int) -> dict[str, Any]:
     """
     from correlator import findings as rules
 
-    events, truncated = store.lifecycle_events()
+    with collector_paused():
+        events, truncated = store.lifecycle_events()
+        found = rules.find(events, now_ns=now_ns)
     shown = []
-    for finding in rules.find(events, now_ns=now_ns):
+    for finding in found:
         data = finding.as_dict()
         # Hashes as the timeline shows them: 16 hex digits (JSON numbers lose bits past 2**53).
         data["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in data.get("evidence", [])]
@@ -111,8 +114,10 @@ def latency(store: Store) -> dict[str, Any]:
     """
     from correlator import latency as phases
 
-    events, truncated = store.lifecycle_events()
-    return {"phases": [p.as_dict() for p in phases.latency(events)], "truncated": truncated}
+    with collector_paused():
+        events, truncated = store.lifecycle_events()
+        measured = phases.latency(events)
+    return {"phases": [p.as_dict() for p in measured], "truncated": truncated}
 
 
 def log_findings(found: list[dict[str, Any]]) -> None:

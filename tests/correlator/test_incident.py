@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agent_logging._render import rfc3339_ns
 from correlator import demo, incident, queries, render
+from correlator._collector import collector_paused
 from correlator._demo_story import FAILING_ALLOCATION, STUCK_ALLOCATION
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import Event
@@ -317,6 +318,24 @@ def test_the_collector_is_left_as_it_was_also_on_error(demo_store: Store, enable
         gc.enable()
 
 
+def test_findings_and_latency_read_with_the_collector_paused(
+    demo_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collecting: list[bool] = []
+    read = demo_store.lifecycle_events
+
+    def watched(**kwargs: Any) -> tuple[list[Event], bool]:
+        collecting.append(gc.isenabled())
+        return read(**kwargs)
+
+    monkeypatch.setattr(demo_store, "lifecycle_events", watched)
+    assert gc.isenabled()
+    queries.findings(demo_store, DEMO_NOW_NS)
+    queries.latency(demo_store)
+    assert collecting == [False, False]  # ~800,000 events at 10^7: not walked again and again
+    assert gc.isenabled()
+
+
 class _Young:
     """A container the collector tracks, to find in a generation."""
 
@@ -324,7 +343,7 @@ class _Young:
 def test_an_answers_objects_leave_the_young_generation_unwalked() -> None:
     assert gc.get_freeze_count() == 0
     gc.collect()
-    with incident._collector_paused():
+    with collector_paused():
         made = [_Young() for _ in range(5_000)]
         assert not gc.isenabled()
     assert gc.isenabled()
@@ -338,7 +357,7 @@ def test_objects_frozen_by_the_process_stay_frozen() -> None:
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        with incident._collector_paused():
+        with collector_paused():
             made = [_Young() for _ in range(1_000)]
         assert gc.get_freeze_count() == frozen
         assert id(kept) not in {id(obj) for obj in gc.get_objects()}  # still frozen
