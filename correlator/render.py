@@ -63,6 +63,8 @@ def print_timeline(data: dict[str, Any]) -> None:
         console.print(
             "times ending in * are corrected by their source's offset (rows in that order)"
         )
+    # The seed is in every row it could be in: said once, above, not on each row.
+    seed = next(iter(data.get("seed", {}).items()), None)
     columns = _Columns.fit(events, console.width)
     paint = _Painter(console)
     lines = [paint(columns.line(_HEADINGS), "bold"), columns.rule()]
@@ -93,7 +95,9 @@ def print_timeline(data: dict[str, Any]) -> None:
             event.get("service", ""),
             event.get("level", ""),
             marker + event.get("message", ""),
-            " ".join(f"{_SHORT[k]}={event[k]}" for k in _IDS if k in event),
+            " ".join(
+                f"{_SHORT[k]}={event[k]}" for k in _IDS if k in event and (k, event[k]) != seed
+            ),
         )
         style = "reverse bold red" if first else _LEVEL_STYLE.get(event.get("level", ""), "")
         lines.extend(paint(line, style) for line in columns.row(cells))

@@ -128,6 +128,21 @@ def test_long_cells_fold_at_words_inside_the_terminal(
     assert "corr=" + "c" * 70 in "".join(last for last in ids if set(last) <= set("corr="))
 
 
+def test_rows_leave_out_the_seed_identifier_the_header_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = _timeline(
+        _at("2026-11-22T10:00:00.000000000Z", "claimed", node_id="n-1", allocation_id="a-1"),
+        _at("2026-11-22T10:00:01.000000000Z", "routed", correlation_id="c-1"),
+    )
+    data["seed"] = {"allocation_id": "a-1"}
+    print_timeline(data)
+    out = capsys.readouterr().out
+    assert "identifiers: allocation_id=a-1" in out
+    assert "alloc=a-1" not in out  # not on the rows
+    assert "node=n-1" in out and "corr=c-1" in out
+
+
 def test_rows_are_styled_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, color_system="standard", width=120)
