@@ -19,7 +19,7 @@ from correlator._collector import collector_paused
 from correlator._parents import ParentQuery
 from correlator._seed import Seed
 from correlator.errors import NotFoundError, QueryError
-from correlator.model import IDENTIFIER_KEYS, Event
+from correlator.model import IDENTIFIER_KEYS, Event, hash_text
 from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 
@@ -144,8 +144,7 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     if event.attrs:
         shown["attrs"] = event.attrs
     shown["origin"] = event.origin
-    # The 16 hex digits of the unsigned value ("%016x"), in 60 % of the time.
-    shown["hash"] = event.hash.to_bytes(8, "big", signed=True).hex()
+    shown["hash"] = hash_text(event.hash)
     shown["raw"] = event.raw
     return shown
 

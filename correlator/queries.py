@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from correlator._collector import collector_paused
 from correlator.errors import QueryError
+from correlator.model import hash_text
 from correlator.store import Store
+
+if TYPE_CHECKING:
+    from correlator.findings import FindingsConfig
 
 #: The most events a timeline may be asked for: the bound on ``GET /v1/timeline?limit=`` and
 #: ``correlator timeline --limit``.
@@ -84,8 +88,13 @@ def parse_time_ns(text: str) -> int:
         raise QueryError(f"{text!r} is not a time: use RFC 3339, nanoseconds, or now-1h") from exc
 
 
-def findings(store: Store, now_ns: int) -> dict[str, Any]:
+def findings(store: Store, now_ns: int, config: FindingsConfig | None = None) -> dict[str, Any]:
     """Stuck lifecycles, drift and orphans, most severe first: ``GET /v1/findings``.
+
+    Args:
+        store: the evidence.
+        now_ns: the clock ages are measured against.
+        config: deadlines and thresholds (default: ``FindingsConfig()``).
 
     Returns:
         ``{"findings": [...], "truncated": bool}``: truncated when the store holds more
@@ -96,12 +105,11 @@ def findings(store: Store, now_ns: int) -> dict[str, Any]:
 
     with collector_paused():
         events, truncated = store.lifecycle_events()
-        found = rules.find(events, now_ns=now_ns)
+        found = rules.find(events, now_ns=now_ns, config=config or rules.FindingsConfig())
     shown = []
     for finding in found:
         data = finding.as_dict()
-        # Hashes as the timeline shows them: 16 hex digits (JSON numbers lose bits past 2**53).
-        data["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in data.get("evidence", [])]
+        data["evidence"] = [hash_text(h) for h in data.get("evidence", [])]  # as the timeline
         shown.append(data)
     return {"findings": shown, "truncated": truncated}
 

@@ -235,17 +235,21 @@ class _Painter:
         return str(parsed.render(line, color_system=self._system))
 
 
-_LIFECYCLE_CUT: Final = (
-    "[yellow]truncated: the store holds more lifecycle events than are read "
-    "(the oldest 1,000,000); what the newest show is missing[/]"
-)
+def _lifecycle_cut() -> str:
+    """What findings and latency say when they read only the oldest lifecycle events."""
+    from correlator.store import LIFECYCLE_LIMIT
+
+    return (
+        "[yellow]truncated: the store holds more lifecycle events than are read "
+        f"(the oldest {LIFECYCLE_LIMIT:,}); what the newest show is missing[/]"
+    )
 
 
 def print_findings(findings: Sequence[dict[str, Any]], *, truncated: bool = False) -> None:
     """Findings, most severe first; ``truncated``: not every lifecycle event was read."""
     console = _console()
     if truncated:
-        console.print(_LIFECYCLE_CUT)
+        console.print(_lifecycle_cut())
     if not findings:
         console.print("no findings: no stuck lifecycle, drift or orphan")
         return
@@ -274,7 +278,7 @@ def print_latency(phases: Sequence[dict[str, Any]], *, truncated: bool = False) 
     from rich.table import Table
 
     if truncated:
-        _console().print(_LIFECYCLE_CUT)
+        _console().print(_lifecycle_cut())
 
     table = Table()
     for column in ("phase", "provider", "count", "incomplete", "p50 s", "p95 s", "max s"):

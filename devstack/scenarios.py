@@ -298,20 +298,13 @@ def run_scenario(stack: Stack, scenario: Scenario) -> Result:
 
 def _analyse(db_path: Path, seed: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The seed's timeline (verdict included) and every finding, at the devstack's scale."""
-    from correlator import findings as rules
-    from correlator import incident
+    from correlator import incident, queries
     from correlator.store import Store
 
     key, value = next(iter(seed.items()))
     with Store(db_path) as store:
         timeline = incident.timeline_for(store, key, value)
-        found = []
-        events, _ = store.lifecycle_events()  # a devstack holds a few hundred
-        for finding in rules.find(events, now_ns=time.time_ns(), config=FINDINGS_CONFIG):
-            shown = finding.as_dict()
-            # As `correlator findings --json` shows them: 16 hex digits.
-            shown["evidence"] = [f"{h & 0xFFFFFFFFFFFFFFFF:016x}" for h in shown["evidence"]]
-            found.append(shown)
+        found = queries.findings(store, time.time_ns(), FINDINGS_CONFIG)["findings"]
     return timeline, found
 
 
