@@ -101,11 +101,28 @@ def insert_staged(cursor: duckdb.DuckDBPyConnection, table: pa.Table, sql: str) 
 
 
 def insert_rejects(cursor: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
-    """Keep rejected lines with file, line number and reason."""
-    cursor.executemany(
-        "INSERT INTO rejects (source, origin, line_no, reason, excerpt) VALUES (?, ?, ?, ?, ?)",
-        [(r.source, r.origin, r.line_no, r.reason, r.excerpt) for r in rejects],
+    """Keep rejected lines with file, line number and reason, each once: re-ingesting the
+    same input adds no second copy of its rejects (the same source, origin, line number,
+    reason and excerpt)."""
+    batch = pa.table(
+        {
+            "source": [r.source for r in rejects],
+            "origin": [r.origin for r in rejects],
+            "line_no": pa.array([r.line_no for r in rejects], pa.int64()),
+            "reason": [r.reason for r in rejects],
+            "excerpt": pa.array([r.excerpt for r in rejects], pa.string()),
+        }
     )
+    cursor.register("rejects_batch", batch)
+    try:
+        cursor.execute(
+            "INSERT INTO rejects (source, origin, line_no, reason, excerpt) "
+            "SELECT DISTINCT * FROM rejects_batch b WHERE NOT EXISTS (SELECT 1 FROM rejects r "
+            "WHERE r.source = b.source AND r.origin = b.origin AND r.line_no = b.line_no "
+            "AND r.reason = b.reason AND r.excerpt IS NOT DISTINCT FROM b.excerpt)"
+        )
+    finally:
+        cursor.unregister("rejects_batch")
 
 
 def rejected(rejects: Sequence[Reject]) -> IngestResult:

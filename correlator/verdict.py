@@ -110,7 +110,9 @@ def decide(events: Sequence[Event], *, truncated: bool = False) -> Verdict:
             f"{len(failures)} failures, none names its owner; the first: {first.message[:120]}"
             + cut,
         )
-    explains = [e for e in failures if e is not specific and e.ts_ns >= specific.ts_ns]
+    # After it in the timeline's order, which is corrected time: a source's raw time may run
+    # behind, and its symptom still comes after the failure it follows from.
+    explains = failures[failures.index(specific) + 1 :]
     owner = str(specific.owner_hint)
     confidence = 0.6
     if owner in _SELF_EVIDENT.get(specific.layer, ()):

@@ -67,9 +67,13 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie is gone for our purposes: it ships nothing.
-    with Path(f"/proc/{pid}/stat").open() as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
+    # A zombie is gone for our purposes: it ships nothing. It may also be reaped between the
+    # kill and the read (the read then fails with ESRCH, or the open with ENOENT).
+    try:
+        with Path(f"/proc/{pid}/stat").open() as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:

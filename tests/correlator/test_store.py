@@ -440,3 +440,23 @@ def test_identifier_values_are_bound_not_formatted_into_sql(
         )
         assert [(_messages(e), cut) for e, cut in parents] == [(messages, False)], index_rows
     assert store.count() == len(HOSTILE_EVENTS)
+
+
+def test_re_ingesting_a_file_keeps_its_rejects_once(store: Store, tmp_path: Path) -> None:
+    from correlator.ingest import ingest_paths
+
+    path = tmp_path / "agent.ndjson"
+    path.write_bytes(
+        b'{"ts": "2026-11-22T13:11:19Z", "layer": "api", "event": "ok"}\n'
+        b"not json\n"
+        b'{"layer": "api", "event": "no time"}\n'
+    )
+    first = ingest_paths(store, "agent", [path])
+    second = ingest_paths(store, "agent", [path])
+
+    assert (first.accepted, second.accepted, second.duplicate) == (1, 0, 1)
+    assert sum(first.rejected.values()) == sum(second.rejected.values()) == 2  # still said
+    assert [(r["line_no"], r["origin"]) for r in store.rejects()] == [
+        (2, str(path)),
+        (3, str(path)),
+    ]

@@ -129,6 +129,16 @@ def test_a_specific_failure_in_a_cut_timeline_is_still_the_first() -> None:
             0.95,
         ),
         (
+            ev(3, "api", "allocation quota table missing", level="error", owner_hint="api"),
+            "api",
+            0.95,
+        ),
+        (
+            ev(3, "node", "disk /dev/sdb failed SMART check", level="error", owner_hint="node"),
+            "node",
+            0.95,
+        ),
+        (
             ev(3, "api", "odd: the ingress blamed by the API", level="error", owner_hint="ingress"),
             "ingress",
             0.8,
@@ -150,6 +160,17 @@ def test_each_owner_layer_wins_over_the_wrapper_that_follows(specific, owner, co
     assert verdict.first_failure is specific
     assert verdict.explains == [wrapper, symptom]
     assert verdict.confidence == pytest.approx(confidence)
+
+
+def test_symptoms_follow_in_corrected_order_even_when_their_clock_runs_behind() -> None:
+    # The timeline is in corrected time: the API's clock ran 2 s behind, so its wrapper
+    # says 1.5 s, before the ingress's TLS failure at 3 s, and comes after it in the order.
+    tls = ev(3, "ingress", "SSL_do_handshake() failed", level="error", owner_hint="cert")
+    wrapper = ev(1.5, "api", "provisioning failed", level="error", owner_hint="unknown")
+    symptom = ev(5, "workflow", "provision_failed", level="error", state_to="provision_failed")
+    verdict = decide([*HEALTHY[:2], tls, wrapper, symptom])
+    assert verdict.first_failure is tls
+    assert verdict.explains == [wrapper, symptom]
 
 
 def test_a_wrapper_never_wins_even_when_it_is_earlier_than_nothing_specific() -> None:

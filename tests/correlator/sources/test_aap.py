@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from correlator.model import Event, Reject, content_hash
+from correlator.model import MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources.aap import AAP_JOB_TYPES, parse
 from tests.correlator.sources.strategies import ANY_JSON, TIMESTAMPS, instant
 
@@ -256,6 +256,13 @@ GOOD = b'{"id": 1, "type": "job", "status": "pending", "created": "2026-11-22T13
             "Expecting ',' delimiter (column 1)",
         ),
         (b'{"id": "\xc3", "type": "job"}', "line 2 is not valid UTF-8 (byte 0xc3 at offset 8)"),
+        (
+            # An oversized job (a huge job_explanation): the line limit, named with sizes.
+            b'{"id": 2, "type": "job", "status": "failed", "job_explanation": "'
+            + b"x" * MAX_LINE_BYTES
+            + b'"}',
+            f"line 2 is {MAX_LINE_BYTES + 67:,} bytes; the limit is {MAX_LINE_BYTES:,}",
+        ),
     ],
 )
 def test_bad_objects_are_rejected_and_the_rest_kept(line: bytes, reason: str) -> None:
