@@ -1,21 +1,92 @@
 """The ``correlator`` command's arguments: the subcommands, their options and their help.
 
 ``correlator.cli`` runs what they ask for. Defaults that come from the environment
-(``CORRELATOR_DB``, the ``CORRELATOR_LOKI_*`` settings) are named in the help, and declared in
-``_environ``.
+(``CORRELATOR_DB``, the ``CORRELATOR_LOKI_*`` settings, ``CORRELATOR_NGINX_TZ``, the
+``CORRELATOR_FINDINGS_*`` thresholds) are named in the help, declared in ``_environ``, and read
+when the command runs (:func:`database` for ``--db``, :func:`nginx_zone` for ``--nginx-tz``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from datetime import tzinfo
 
 from correlator import _environ
-from correlator.queries import MAX_LIMIT
+from correlator.errors import QueryError
+from correlator.queries import MAX_LIMIT, findings_config
 
-__all__ = ["DEFAULT_DB", "parser"]
+__all__ = ["DEFAULT_DB", "DEFAULT_DEMO_DB", "database", "environ_zone", "nginx_zone", "parser"]
 
 DEFAULT_DB = "correlator.duckdb"
+#: ``correlator demo``'s database unless ``--db`` names one: never ``$CORRELATOR_DB``, which
+#: holds the evidence the demo must not replace.
+DEFAULT_DEMO_DB = "correlator-demo.duckdb"
+
+
+def database(args: argparse.Namespace) -> str:
+    """The database a parsed command works on: ``--db``, else ``$CORRELATOR_DB`` (not for
+    ``demo``), else the command's default file.
+
+    Args:
+        args: what :func:`parser` parsed.
+
+    Returns:
+        The path.
+    """
+    if args.db:
+        return str(args.db)
+    if args.command == "demo":
+        return DEFAULT_DEMO_DB
+    return os.environ.get(_environ.DB) or DEFAULT_DB
+
+
+def nginx_zone(args: argparse.Namespace) -> tzinfo | None:
+    """The zone of nginx error-log times: ``--nginx-tz``, else ``$CORRELATOR_NGINX_TZ``, for
+    ``--source nginx`` only.
+
+    Args:
+        args: what :func:`parser` parsed for ``ingest``.
+
+    Returns:
+        The zone, or None (UTC, the parser's default).
+
+    Raises:
+        QueryError: ``--nginx-tz`` with another source, or a zone that is not one; the
+            message names the option or the variable, and the value.
+    """
+    from correlator.sources._time import parse_zone
+
+    if args.source != "nginx":
+        if args.nginx_tz is not None:
+            raise QueryError(
+                "--nginx-tz is the zone of nginx error logs: use it with --source nginx"
+            )
+        return None
+    if args.nginx_tz is None:
+        return environ_zone()
+    try:
+        return parse_zone(args.nginx_tz)
+    except ValueError as exc:
+        raise QueryError(f"--nginx-tz: {exc}") from exc
+
+
+def environ_zone() -> tzinfo | None:
+    """The zone ``$CORRELATOR_NGINX_TZ`` names (for ``ingest`` without ``--nginx-tz``, and
+    for nginx bodies posted to ``correlator serve`` without ``?tz=``), or None (UTC).
+
+    Raises:
+        QueryError: the variable names no zone; the message names it and the value.
+    """
+    from correlator.sources._time import parse_zone
+
+    text = os.environ.get(_environ.NGINX_TZ, "").strip()
+    if not text:
+        return None
+    try:
+        return parse_zone(text)
+    except ValueError as exc:
+        raise QueryError(f"{_environ.NGINX_TZ}: {exc}") from exc
 
 
 def _limit(text: str) -> int:
@@ -40,6 +111,36 @@ def _limit(text: str) -> int:
     return value
 
 
+def _threshold(text: str) -> tuple[str, float]:
+    """``--threshold``: ``NAME=SECONDS``, NAME a field of ``correlator.findings.FindingsConfig``.
+
+    Args:
+        text: the argument as given.
+
+    Returns:
+        ``(name, seconds)``.
+
+    Raises:
+        argparse.ArgumentTypeError: no ``=``, an unknown name, or a value that is not a
+            number in the field's range (argparse reports it and exits with status 2).
+    """
+    name, equals, value = text.partition("=")
+    name = name.strip()
+    if not equals:
+        raise argparse.ArgumentTypeError(f"expected NAME=SECONDS, not {text!r}")
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{name}: expected a number of seconds, not {value!r}"
+        ) from None
+    try:
+        findings_config({}, {name: seconds})  # the name and the range, checked in one place
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name, seconds
+
+
 def _window(command: argparse.ArgumentParser, start: str, end: str) -> None:
     """``--from`` and ``--to``, each a time as ``queries.parse_time_ns`` reads it."""
     forms = "RFC 3339, nanoseconds since 1970, or now-1h"
@@ -54,8 +155,8 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--db",
-        default=os.environ.get(_environ.DB, DEFAULT_DB),
-        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB})",
+        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB}; for demo "
+        f"./{DEFAULT_DEMO_DB})",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -71,6 +172,12 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="processes that parse the files once they add up to 64 MiB"
         " (default: one per core, at most 4; 1 parses in this process)",
+    )
+    ingest.add_argument(
+        "--nginx-tz",
+        metavar="ZONE",
+        help="time zone of nginx error-log times, which carry none (with --source nginx): UTC, "
+        f"+01:00, or an IANA name such as Europe/Berlin (default ${_environ.NGINX_TZ} or UTC)",
     )
     ingest.add_argument("--query", help="LogQL (with --source loki)")
     ingest.add_argument(
@@ -122,6 +229,14 @@ def parser() -> argparse.ArgumentParser:
     findings.add_argument(
         "--log", action="store_true", help="also log each finding through agent_logging"
     )
+    findings.add_argument(
+        "--threshold",
+        type=_threshold,
+        action="append",
+        metavar="NAME=SECONDS",
+        help="a deadline or threshold, overriding $CORRELATOR_FINDINGS_<NAME> (repeatable); "
+        f"NAME one of {', '.join(_environ.FINDINGS_THRESHOLDS)} (critical_factor a multiple)",
+    )
 
     latency = sub.add_parser("latency", help="per-phase durations by provider")
     latency.add_argument("--json", action="store_true", help="print the phases as JSON")
@@ -132,6 +247,11 @@ def parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="build a realistic incident, show it, serve it")
     demo.add_argument("--no-serve", action="store_true", help="print and exit")
+    demo.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the database file even when it holds evidence that is not a demo's",
+    )
     demo.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
     demo.add_argument("--port", type=int, default=8080, help="port to serve on (8080)")
     demo.add_argument("--seed", type=int, default=7, help="the incident's random seed (7)")

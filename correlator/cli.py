@@ -3,18 +3,20 @@
 ::
 
     correlator [--db PATH] ingest --source KIND PATH...
+    correlator [--db PATH] ingest --source nginx [--nginx-tz ZONE] PATH...
     correlator [--db PATH] ingest --source loki --query LOGQL --since 1h
     correlator [--db PATH] ingest --source workflow --dsn DSN [--table allocation_audit]
     correlator [--db PATH] timeline --id KEY=VALUE [--json | --html FILE]
     correlator [--db PATH] graph --id KEY=VALUE
-    correlator [--db PATH] findings [--json]
+    correlator [--db PATH] findings [--json] [--threshold NAME=SECONDS]...
     correlator [--db PATH] latency [--json]
     correlator [--db PATH] serve [--host 127.0.0.1] [--port 8080]
-    correlator demo [--no-serve]
+    correlator [--db PATH] demo [--no-serve] [--force]
 
 Exit status: 0 success, 1 nothing found / a source failed, 2 bad arguments or input
 (a missing database for a command that only reads it, an unwritable ``--html`` file, a
-malformed ``CORRELATOR_*`` setting included).
+malformed ``CORRELATOR_*`` or Loki setting, a demo database that holds other evidence
+included).
 """
 
 from __future__ import annotations
@@ -26,20 +28,27 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
 from correlator import _environ
-from correlator._arguments import parser
+from correlator._arguments import database, environ_zone, nginx_zone, parser
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
 from correlator.store import IngestResult, Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["main"]
 
 _READ_COMMANDS = frozenset({"timeline", "graph", "findings", "latency"})
 
 _Number = TypeVar("_Number", int, float)
+
+#: Files that add up to this much get a progress bar (when standard error is a terminal):
+#: smaller ones are ingested in about a second.
+PROGRESS_MIN_BYTES: Final = 8 * 1024 * 1024
 
 
 def _print_json(data: Any) -> None:
@@ -57,9 +66,22 @@ def _summary(result: IngestResult, took_s: float) -> str:
     return line
 
 
-def _progress_factory(enabled: bool) -> Any:
+def _progress_factory(enabled: bool, console: Console | None = None) -> Any:
+    """A progress bar per file for ``ingest_paths(progress=...)``, or None when not ``enabled``.
+
+    Args:
+        enabled: whether to show one.
+        console: where to draw (default: standard error, where the summary goes too:
+            standard output stays free for what is piped).
+
+    Returns:
+        ``for_file(path, size_bytes)``, which returns the callback taking the bytes read, with
+        a ``stop()`` attribute that ends the display (the bar is transient: it leaves no line
+        behind); or None.
+    """
     if not enabled:
         return None
+    from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
@@ -68,6 +90,7 @@ def _progress_factory(enabled: bool) -> Any:
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
+        console=console if console is not None else Console(stderr=True),
         transient=True,
     )
 
@@ -97,18 +120,25 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
 
         if not args.paths:
             raise QueryError("give the files to ingest (or - for standard input)")
+        zone = nginx_zone(args)
         paths = [Path(p) for p in args.paths if p != "-"]
-        large = sum(p.stat().st_size for p in paths if p.exists()) > 8 * 1024 * 1024
+        large = sum(p.stat().st_size for p in paths if p.exists()) > PROGRESS_MIN_BYTES
         progress = _progress_factory(sys.stderr.isatty() and large and not args.quiet)
         try:
             result = ingest_paths(
-                store, args.source, paths, progress=progress, workers=_workers(args.workers)
+                store,
+                args.source,
+                paths,
+                progress=progress,
+                workers=_workers(args.workers),
+                nginx_zone=zone,
             )
         finally:
             if progress is not None:
                 progress.stop()
         if "-" in args.paths:
-            result.add(ingest_lines(store, args.source, read_lines(sys.stdin.buffer), "stdin"))
+            stdin = read_lines(sys.stdin.buffer)
+            result.add(ingest_lines(store, args.source, stdin, "stdin", nginx_zone=zone))
     print(_summary(result, time.perf_counter() - started), file=sys.stderr)
     return 0
 
@@ -124,7 +154,16 @@ def _workers(requested: int | None) -> int:
 
 
 def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
+    """Fetch ``--query`` from Loki over the window and store it.
+
+    Raises:
+        QueryError: a missing or contradictory setting, or one the Loki client refuses
+            (a URL that is not http(s), a CA bundle that cannot be loaded); the message names
+            it.
+        SourceError: Loki failed (raised while fetching; what came before is kept).
+    """
     from agent_logging._loki_client import LokiClient
+    from agent_logging.errors import ConfigurationError
     from correlator.ingest import ingest_items
     from correlator.queries import parse_duration_s, parse_time_ns
     from correlator.sources import loki
@@ -144,15 +183,26 @@ def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
         start = parse_time_ns(args.from_)
     else:
         start = end - int(parse_duration_s(args.since or "1h") * 1e9)
-    username = args.username or os.environ.get(_environ.LOKI_USERNAME)
+    # An empty variable counts as unset: a blank line in an env file must not send an empty
+    # tenant or token.
+    username = args.username or os.environ.get(_environ.LOKI_USERNAME) or None
     password = os.environ.get(_environ.LOKI_PASSWORD, "")
-    client = LokiClient(
-        url,
-        tenant=args.tenant or os.environ.get(_environ.LOKI_TENANT),
-        basic_auth=(username, password) if username else None,
-        bearer_token=os.environ.get(_environ.LOKI_BEARER_TOKEN),
-        ca_bundle=args.ca_bundle or os.environ.get(_environ.LOKI_CA_BUNDLE),
-    )
+    token = os.environ.get(_environ.LOKI_BEARER_TOKEN) or None
+    if username is not None and token is not None:
+        raise QueryError(
+            f"Loki takes basic auth (--username or {_environ.LOKI_USERNAME}) or a bearer "
+            f"token ({_environ.LOKI_BEARER_TOKEN}), not both"
+        )
+    try:
+        client = LokiClient(
+            url,
+            tenant=args.tenant or os.environ.get(_environ.LOKI_TENANT) or None,
+            basic_auth=(username, password) if username is not None else None,
+            bearer_token=token,
+            ca_bundle=args.ca_bundle or os.environ.get(_environ.LOKI_CA_BUNDLE) or None,
+        )
+    except ConfigurationError as exc:  # agent_logging's error, in the CLI's terms
+        raise QueryError(str(exc)) from exc
     with client:
         return ingest_items(store, loki.fetch(client, args.query, start_ns=start, end_ns=end))
 
@@ -196,7 +246,8 @@ def _findings(args: argparse.Namespace, store: Store) -> int:
     from correlator import queries, render
 
     now = queries.parse_time_ns(args.now) if args.now else time.time_ns()
-    answer = queries.findings(store, now)
+    config = queries.findings_config(os.environ, dict(args.threshold or ()))
+    answer = queries.findings(store, now, config)
     if args.log:
         queries.log_findings(answer["findings"])
     if args.json:
@@ -222,17 +273,22 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
 
     import agent_logging
     from correlator.api import DEFAULT_MAX_BODY_BYTES, create_app
+    from correlator.queries import findings_config
 
     # Settings first: a malformed one is reported before logging is configured or a thread
-    # started.
+    # started. The findings' thresholds are read again on each use (queries.findings), so
+    # that the HTTP route and the findings logger see the same ones.
     max_body_bytes = _env_number(_environ.MAX_BODY_BYTES, int, DEFAULT_MAX_BODY_BYTES, least=1)
     interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
+    findings_config(os.environ)
+    zone = environ_zone()
     agent_logging.configure(service="correlator", layer="api")
     app = create_app(
         store,
         token=os.environ.get(_environ.TOKEN) or None,
         read_token=os.environ.get(_environ.READ_TOKEN) or None,
         max_body_bytes=max_body_bytes,
+        nginx_zone=zone,
     )
     if interval_s > 0:
         _start_findings_logger(store, interval_s)
@@ -312,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         input (argparse's own errors exit with 2 as well, through ``SystemExit``).
     """
     args = parser().parse_args(argv)
+    args.db = database(args)
     read_only = args.command in _READ_COMMANDS
     # DuckDB creates a missing file on a read-write open: a mistyped --db would leave an
     # empty database behind and answer "no evidence". ingest, demo and serve (which takes

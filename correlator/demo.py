@@ -22,6 +22,12 @@ This module holds the command: :func:`write_evidence` sets when each allocation'
 and writes the files, :func:`build` ingests them, :func:`run` prints and serves. Each
 allocation's evidence comes from :mod:`correlator._demo_story`, in the shapes of
 :mod:`correlator._demo_evidence`.
+
+The demo builds a fresh database, ``./correlator-demo.duckdb`` unless ``--db`` names another
+(``$CORRELATOR_DB`` is not read: it names the evidence). It never replaces a file that holds
+anything but a previous demo (:func:`foreign_origin`) unless given ``--force``: a demo's every
+event and reject came from one of its evidence files in its own temporary directory
+(``.../correlator-demo-*/agent.ndjson``...), and no other evidence does.
 """
 
 from __future__ import annotations
@@ -36,10 +42,23 @@ from typing import Any, Final
 
 from correlator._demo_evidence import Writer
 from correlator._demo_story import FAILING_ALLOCATION, drifting, failing, healthy, stuck
+from correlator.errors import QueryError
 
-__all__ = ["build", "run", "write_evidence"]
+__all__ = ["build", "foreign_origin", "run", "write_evidence"]
 
 _S: Final = 1_000_000_000
+#: The evidence files the demo writes, and the source kind of each.
+_FILES: Final = {
+    "agent.ndjson": "agent",
+    "nginx-access.log": "nginx",
+    "nginx-error.log": "nginx",
+    "postgres.json": "postgres",
+    "workflow.ndjson": "workflow",
+    "k8s-provisionrequests.json": "k8s",
+    "jobs.ndjson": "aap",
+}
+#: The prefix of the temporary directory :func:`build` writes them into.
+_DIRECTORY_PREFIX: Final = "correlator-demo-"
 
 
 def write_evidence(directory: Path, *, now_ns: int, seed: int = 7) -> list[tuple[str, Path]]:
@@ -62,17 +81,8 @@ def write_evidence(directory: Path, *, now_ns: int, seed: int = 7) -> list[tuple
     failing(w, rng, now_ns - 50 * 60 * _S)
     stuck(w, rng, now_ns - 2 * 3600 * _S)
     drifting(w, rng, now_ns - 70 * 60 * _S, now_ns)
-    kinds = {
-        "agent.ndjson": "agent",
-        "nginx-access.log": "nginx",
-        "nginx-error.log": "nginx",
-        "postgres.json": "postgres",
-        "workflow.ndjson": "workflow",
-        "k8s-provisionrequests.json": "k8s",
-        "jobs.ndjson": "aap",
-    }
     written = []
-    for name, kind in kinds.items():
+    for name, kind in _FILES.items():
         path = directory / name
         path.write_text("\n".join(w.files.get(name, [])) + "\n", "utf-8")
         written.append((kind, path))
@@ -85,21 +95,77 @@ def build(db_path: Path, *, now_ns: int, seed: int = 7) -> dict[str, Any]:
     from correlator.store import IngestResult, Store
 
     total = IngestResult()
-    with tempfile.TemporaryDirectory(prefix="correlator-demo-") as tmp, Store(db_path) as store:
+    with (
+        tempfile.TemporaryDirectory(prefix=_DIRECTORY_PREFIX) as tmp,
+        Store(db_path) as store,
+    ):
         for kind, path in write_evidence(Path(tmp), now_ns=now_ns, seed=seed):
             total.add(ingest_paths(store, kind, [path]))
     return total.as_dict()
 
 
+def foreign_origin(db_path: Path) -> str | None:
+    """What in ``db_path`` a demo did not write, in words; None when it holds a previous demo,
+    nothing, or does not exist (the demo may replace it).
+
+    Args:
+        db_path: a database file.
+
+    Returns:
+        None, or e.g. ``"evidence from '/var/log/nginx/error.log'"`` or ``"a file the
+        correlator cannot read as its database (...)"``.
+    """
+    import duckdb
+
+    from correlator.errors import SourceError
+    from correlator.store import Store
+
+    if not db_path.exists():
+        return None
+    try:
+        with Store(db_path, read_only=True) as store:
+            # A previous demo has seven origins at most: an eighth is not the demo's.
+            rows = (
+                store.cursor()
+                .execute(
+                    "SELECT DISTINCT origin FROM events "
+                    "UNION SELECT DISTINCT origin FROM rejects LIMIT ?",
+                    [len(_FILES) + 1],
+                )
+                .fetchall()
+            )
+    except (SourceError, duckdb.Error) as exc:  # not DuckDB, locked, or not the correlator's
+        return f"a file the correlator cannot read as its database ({exc})"
+    for (origin,) in rows:
+        path = Path(str(origin))
+        if path.name not in _FILES or not path.parent.name.startswith(_DIRECTORY_PREFIX):
+            return f"evidence from {str(origin)[:80]!r}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    """The ``correlator demo`` command."""
+    """The ``correlator demo`` command.
+
+    Raises:
+        QueryError: the database file holds something other than a previous demo and
+            ``--force`` was not given, or it cannot be removed; the message names it.
+    """
     from correlator import incident, queries, render
     from correlator.store import Store
 
-    db_path = Path(args.db if args.db != "correlator.duckdb" else "correlator-demo.duckdb")
+    db_path = Path(args.db)
+    foreign = None if args.force else foreign_origin(db_path)
+    if foreign is not None:
+        raise QueryError(
+            f"{db_path} holds {foreign}, not a previous demo: the demo builds a database of "
+            "its own; give it another file (--db), or add --force to replace this one"
+        )
+    # The file's write-ahead log goes with it: it belongs to the database it replaces.
     for leftover in (db_path, db_path.with_name(db_path.name + ".wal")):
-        if leftover.exists():
-            leftover.unlink()
+        try:
+            leftover.unlink(missing_ok=True)
+        except OSError as exc:
+            raise QueryError(f"cannot replace {leftover}: {exc.strerror or exc}") from exc
     now_ns = time.time_ns()
     summary = build(db_path, now_ns=now_ns, seed=args.seed)
     print(

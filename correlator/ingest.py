@@ -17,6 +17,7 @@ import importlib
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
+from datetime import tzinfo
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
@@ -156,7 +157,26 @@ def _inputs(
     for path, size, damage in zip(paths, sizes, damages, strict=True):
         with _open(path) as handle:
             tick = progress(path, size) if progress is not None else None
+            if tick is not None and isinstance(handle, gzip.GzipFile):
+                tick = _compressed_progress(handle, tick)
             yield str(path), _file_lines(handle, path, kind, tick, damage)
+
+
+def _compressed_progress(handle: gzip.GzipFile, tick: Progress) -> Progress:
+    """``tick`` fed the compressed bytes read so far instead of each line's length: a
+    ``.gz``'s size counts those, and its lines, decompressed, add up to several times more."""
+    compressed = cast(IO[bytes], handle.fileobj)  # the file _open opened
+    counted = 0
+
+    def advance(_line_bytes: int) -> None:
+        nonlocal counted
+        # The decompressor reads ahead in chunks: the count moves a chunk at a time.
+        position = compressed.tell()
+        if position > counted:
+            tick(position - counted)
+            counted = position
+
+    return advance
 
 
 def _size(path: Path) -> int:
@@ -184,6 +204,7 @@ def ingest_lines(
     *,
     batch_events: int = BATCH_EVENTS,
     pool: Executor | None = None,
+    nginx_zone: tzinfo | None = None,
 ) -> IngestResult:
     """Parse lines with the adapter of ``kind`` and store what it yields, batch by batch.
 
@@ -196,6 +217,8 @@ def ingest_lines(
     Args:
         pool: worker processes (:func:`parse_pool`) to parse batches in, for kinds with a
             columnar parser; the results are stored in input order, as without them.
+        nginx_zone: the time zone of nginx error-log times (``sources._time.parse_zone``;
+            None: UTC); only the nginx parser reads it, other kinds ignore it.
     """
     module = _module(kind)
     if getattr(module, "parse_columns", None) is not None:
@@ -204,7 +227,8 @@ def ingest_lines(
                 store, parsed_batches(module.__name__, kind, lines, origin, batch_events, pool)
             )
     parse = getattr(module, f"parse_{kind}", module.parse)
-    items = parse(lines, origin)
+    # The error log is the one format whose times carry no zone.
+    items = parse(lines, origin, zone=nginx_zone) if kind == "nginx" else parse(lines, origin)
     span = _Span()
     if kind == "nginx":
         items = span.watch(items)
@@ -342,6 +366,7 @@ def ingest_paths(
     *,
     progress: Callable[[Path, int], Progress] | None = None,
     workers: int = 1,
+    nginx_zone: tzinfo | None = None,
 ) -> IngestResult:
     """Ingest files (``-`` is not a path here: the CLI passes stdin itself).
 
@@ -360,6 +385,9 @@ def ingest_paths(
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
         workers: parse the files in this many worker processes (when they are large enough).
+        nginx_zone: the time zone of nginx error-log times, as in :func:`ingest_lines`
+            (nginx has no columnar parser: its files are parsed in this process, whatever
+            ``workers``).
 
     Raises:
         InputError: a file cannot be opened (the files before it are stored).
@@ -379,7 +407,7 @@ def ingest_paths(
                 result.add(store.insert_rejects(damages[index]))
     else:
         for index, (origin, lines) in enumerate(inputs):
-            result.add(ingest_lines(store, kind, lines, origin))
+            result.add(ingest_lines(store, kind, lines, origin, nginx_zone=nginx_zone))
             result.add(store.insert_rejects(damages[index]))
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one

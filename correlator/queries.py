@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from correlator import _environ
 from correlator._collector import collector_paused
 from correlator.errors import QueryError
 from correlator.model import hash_text
@@ -18,7 +22,15 @@ if TYPE_CHECKING:
 #: ``correlator timeline --limit``.
 MAX_LIMIT: Final = 100_000
 
-__all__ = ["MAX_LIMIT", "findings", "latency", "log_findings", "parse_duration_s", "parse_time_ns"]
+__all__ = [
+    "MAX_LIMIT",
+    "findings",
+    "findings_config",
+    "latency",
+    "log_findings",
+    "parse_duration_s",
+    "parse_time_ns",
+]
 
 # Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
 # --since accept: units largest first, each at most once, integers only.
@@ -94,24 +106,81 @@ def findings(store: Store, now_ns: int, config: FindingsConfig | None = None) ->
     Args:
         store: the evidence.
         now_ns: the clock ages are measured against.
-        config: deadlines and thresholds (default: ``FindingsConfig()``).
+        config: deadlines and thresholds (default: :func:`findings_config` of the
+            environment, read on each call: the ``CORRELATOR_FINDINGS_*`` variables).
 
     Returns:
         ``{"findings": [...], "truncated": bool}``: truncated when the store holds more
         lifecycle events than are read (``store.LIFECYCLE_LIMIT``, the oldest kept), so that
         findings about the newest may be missing.
+
+    Raises:
+        QueryError: ``config`` is None and a ``CORRELATOR_FINDINGS_*`` variable is malformed.
     """
     from correlator import findings as rules
 
+    # Read before the store: a malformed setting fails without the cost of a read.
+    if config is None:
+        config = findings_config(os.environ)
     with collector_paused():
         events, truncated = store.lifecycle_events()
-        found = rules.find(events, now_ns=now_ns, config=config or rules.FindingsConfig())
+        found = rules.find(events, now_ns=now_ns, config=config)
     shown = []
     for finding in found:
         data = finding.as_dict()
         data["evidence"] = [hash_text(h) for h in data.get("evidence", [])]  # as the timeline
         shown.append(data)
     return {"findings": shown, "truncated": truncated}
+
+
+def findings_config(
+    environ: Mapping[str, str], overrides: Mapping[str, float] | None = None
+) -> FindingsConfig:
+    """The findings' deadlines and thresholds an operator set, the defaults for the rest.
+
+    Each field of :class:`~correlator.findings.FindingsConfig` is read from its variable,
+    ``CORRELATOR_FINDINGS_<FIELD>`` (``_environ.FINDINGS_THRESHOLDS``); ``overrides`` win
+    over the environment (``correlator findings --threshold NAME=SECONDS``): an overridden
+    variable is not read at all.
+
+    Args:
+        environ: the environment (``os.environ``); a variable unset or empty keeps the
+            default.
+        overrides: values by field name, e.g. ``{"drift_threshold_s": 60.0}``.
+
+    Returns:
+        The configuration.
+
+    Raises:
+        QueryError: a value is not a finite number of at least 0 (``critical_factor``: at
+            least 1), the message naming the variable (or the field, for an override) and
+            the value; an override names no field.
+    """
+    from correlator.findings import FindingsConfig
+
+    overrides = overrides or {}
+    given: list[tuple[str, str, str | float]] = []  # (what the message names, field, value)
+    for name, seconds in overrides.items():
+        if name not in _environ.FINDINGS_THRESHOLDS:
+            known = ", ".join(_environ.FINDINGS_THRESHOLDS)
+            raise QueryError(f"unknown threshold {name!r}; use one of {known}")
+        given.append((name, name, seconds))
+    for name, variable in _environ.FINDINGS_THRESHOLDS.items():
+        text = environ.get(variable, "").strip()
+        if text and name not in overrides:  # an override replaces the variable, read or not
+            given.append((variable, name, text))
+    values: dict[str, float] = {}
+    for label, name, value in given:
+        least = 1.0 if name == "critical_factor" else 0.0
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        # float() also reads "nan" and "inf": neither is a deadline.
+        if isinstance(value, bool) or not math.isfinite(number) or number < least:
+            raise QueryError(f"{label} must be a number of at least {least:g}, not {value!r}")
+        values[name] = number
+    return FindingsConfig(**values)
 
 
 def latency(store: Store) -> dict[str, Any]:

@@ -5,7 +5,7 @@ connections) in another format and another clock, and what links it to a request
 question asked of a whole batch, after parsing.
 
 Error log: ``2026/11/22 13:11:19 [error] 1234#1234: *5 MESSAGE, client: ..., server: ...,
-request: "...", upstream: "...", host: "..."``, in the server's local time (``tz_offset_s``).
+request: "...", upstream: "...", host: "..."``, in the server's local time (read in its zone).
 A message holding an unclosed quote (``FastCGI sent in stderr: "...`` with newlines) continues
 on the following lines until the quote closes; those lines make one event. An error line cannot
 name its request's ``$request_id``: :func:`link_errors_to_access` links it to the access line of
@@ -18,6 +18,7 @@ import bisect
 import dataclasses
 import re
 from collections.abc import Sequence
+from datetime import tzinfo
 from typing import Any, Final
 
 from correlator.model import Event, Reject, content_hash
@@ -104,10 +105,10 @@ class PendingRecord:
         self.size += len(raw) + 1
         self.quotes += text.count('"')
 
-    def finish(self, origin: str, tz_offset_s: float) -> Event | Reject:
+    def finish(self, origin: str, zone: tzinfo) -> Event | Reject:
         """The record's lines, joined with ``\\n``, as one event (see :func:`error_event`)."""
         text, raw = "\n".join(self.texts), b"\n".join(self.raws)
-        return error_event(text, raw, self.line_no, origin, tz_offset_s, self.head)
+        return error_event(text, raw, self.line_no, origin, zone, self.head)
 
 
 def error_event(
@@ -115,7 +116,7 @@ def error_event(
     raw: bytes,
     line_no: int,
     origin: str,
-    tz_offset_s: float,
+    zone: tzinfo,
     head: re.Match[str],
 ) -> Event | Reject:
     """One error-log record as an event, or a reject when its time cannot be read.
@@ -125,7 +126,7 @@ def error_event(
         raw: the record as read, for the hash.
         line_no: the number of its first line.
         origin: where it comes from.
-        tz_offset_s: the server's UTC offset (error-log times carry none).
+        zone: the server's time zone (error-log times carry none).
         head: :data:`ERROR_HEAD`'s match at the start of ``text``.
 
     Returns:
@@ -133,7 +134,7 @@ def error_event(
     """
     stamp, nginx_level, pid, tid, connection = head.groups()
     try:
-        ts_ns = parse_nginx_error_ns(stamp, tz_offset_s)
+        ts_ns = parse_nginx_error_ns(stamp, zone=zone)
     except ValueError as exc:
         return reject(origin, line_no, f"has an unreadable error-log time: {exc}", raw)
     body = text[head.end() :]

@@ -7,12 +7,17 @@ Every adapter calls one of these once per record, so the common shapes have fast
 whole strings, since a busy log repeats the same second many times. The caches are bounded and
 only ever hold prefixes that the full parser has validated. Every parser refuses instants the
 store's 64-bit nanoseconds cannot hold (years before 1677 or after 2262).
+
+nginx's error log is the one format without a UTC offset: :func:`parse_zone` reads the zone
+an operator names for it, and :func:`parse_nginx_error_ns` applies that zone's offset at each
+time (daylight saving time included).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
+import zoneinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Final, TypeVar
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "parse_nginx_local_ns",
     "parse_postgres_ns",
     "parse_rfc3339_ns",
+    "parse_zone",
 ]
 
 K = TypeVar("K")
@@ -58,6 +64,7 @@ _POSTGRES = re.compile(
     re.ASCII,
 )
 _EPOCH = re.compile(r"(\d{1,12})(?:\.(\d{1,9}))?", re.ASCII)
+_FIXED_OFFSET = re.compile(r"[+-]\d\d(?::?\d\d)?", re.ASCII)
 
 _MONTHS: Final = {
     name: number
@@ -272,15 +279,70 @@ def parse_nginx_local_ns(text: str) -> int:
     return ts_ns
 
 
-def parse_nginx_error_ns(text: str, tz_offset_s: float = 0.0) -> int:
+def parse_zone(text: str) -> tzinfo:
+    """Read a time zone as an operator names it (``--nginx-tz``, ``CORRELATOR_NGINX_TZ``).
+
+    Args:
+        text: ``UTC`` (or ``Z``), a fixed offset east of UTC (``+01:00``, ``-0530``, ``+09``),
+            or an IANA name from the system's zoneinfo database (``Europe/Berlin``; the
+            case as tzdata spells it).
+
+    Returns:
+        ``datetime.UTC``, a ``datetime.timezone`` or a ``zoneinfo.ZoneInfo`` (each can be
+        pickled, for worker processes).
+
+    Raises:
+        ValueError: the text is none of those (or names an offset past 23:59); the message
+            quotes it.
+    """
+    stripped = text.strip()
+    if stripped.upper() in ("UTC", "Z"):
+        return UTC
+    if _FIXED_OFFSET.fullmatch(stripped):
+        return timezone(timedelta(seconds=_offset_s(stripped, stripped)))
+    try:
+        return zoneinfo.ZoneInfo(stripped)
+    # Not found is a KeyError; a path outside the database, or a file in it that is not a
+    # zone (zone.tab), a ValueError; an unreadable one an OSError.
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(
+            f"{text[:80]!r} is not a time zone: use UTC, an offset such as +01:00 or -0530, "
+            "or an IANA name such as Europe/Berlin"
+        ) from None
+
+
+def _zone_offset_ns(zone: tzinfo, local_s: int, text: str) -> int:
+    """``zone``'s UTC offset at the local time ``local_s`` (epoch seconds of the wall clock),
+    ``fold=0`` at a daylight-saving change (:func:`parse_nginx_error_ns` says what that means)."""
+    offset = zone.utcoffset(None)  # a fixed offset needs no date
+    if offset is None:
+        # Arithmetic on an aware datetime is wall-clock arithmetic, and yields fold=0.
+        try:
+            offset = (datetime(1970, 1, 1, tzinfo=zone) + timedelta(seconds=local_s)).utcoffset()
+        except OverflowError:  # second 60 of 9999-12-31
+            raise ValueError(f"{text[:80]!r} is {OUT_OF_RANGE}") from None
+    if offset is None:
+        raise ValueError(f"time zone {zone!r} gives no UTC offset for {text[:80]!r}")
+    return (offset.days * 86_400 + offset.seconds) * _NS + offset.microseconds * 1000
+
+
+def parse_nginx_error_ns(text: str, tz_offset_s: float = 0.0, *, zone: tzinfo | None = None) -> int:
     """Parse the timestamp that starts an nginx error-log line.
 
-    nginx writes it in the server's local time without an offset, so the caller says what the
-    server's offset was (seconds east of UTC); the default assumes the server runs in UTC.
+    nginx writes it in the server's local time without an offset, so the caller says which
+    zone the server's clock is in (``zone``: the offset at that time, daylight saving time
+    included; see :func:`parse_zone`), or its fixed offset (``tz_offset_s``); by default the
+    server runs in UTC.
+
+    A local time that a daylight-saving change skips or repeats takes the offset in force
+    before the change (PEP 495's ``fold=0``): on 29 March 2026 in Europe/Berlin the skipped
+    ``02:30:00`` is 01:30:00 UTC; on 25 October 2026 the repeated ``02:30:00`` is its first
+    occurrence, 00:30:00 UTC.
 
     Args:
         text: e.g. ``2026/11/22 13:11:19``.
-        tz_offset_s: the server's UTC offset, e.g. ``3600.0`` for CET.
+        tz_offset_s: the server's UTC offset, e.g. ``3600.0`` for CET (without ``zone``).
+        zone: the server's time zone; wins over ``tz_offset_s``.
 
     Returns:
         Nanoseconds since the UNIX epoch, UTC.
@@ -294,7 +356,10 @@ def parse_nginx_error_ns(text: str, tz_offset_s: float = 0.0) -> int:
         raise ValueError(
             f"{text[:80]!r} is not an nginx error-log time (expected e.g. 2026/11/22 13:11:19)"
         )
-    return _in_range(_seconds(text, *match.groups()) * _NS - round(tz_offset_s * _NS), text)
+    local_s = _seconds(text, *match.groups())
+    if zone is not None:
+        return _in_range(local_s * _NS - _zone_offset_ns(zone, local_s, text), text)
+    return _in_range(local_s * _NS - round(tz_offset_s * _NS), text)
 
 
 def parse_postgres_ns(text: str) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from datetime import UTC, timedelta, timezone, tzinfo
 
 from correlator.model import MAX_LINE_BYTES, Event, Reject
 from correlator.sources._lines import excerpt, unreadable
@@ -38,29 +39,52 @@ __all__ = ["LINK_GAP_S", "link_errors_to_access", "parse"]
 
 
 def parse(
-    lines: Iterable[bytes], origin: str, *, tz_offset_s: float = 0.0
+    lines: Iterable[bytes],
+    origin: str,
+    *,
+    tz_offset_s: float = 0.0,
+    zone: tzinfo | None = None,
 ) -> Iterator[Event | Reject]:
     """Read nginx access and error logs, one event per line (per record for multi-line errors).
+
+    Error-log times carry no zone: each is read in ``zone`` with the offset in force at that
+    time (``_time.parse_nginx_error_ns``: a local time a daylight-saving change skips or
+    repeats takes the offset before the change), else with the fixed ``tz_offset_s``, else
+    as UTC. Access-log times carry their offset and are read with it.
 
     Args:
         lines: raw lines without their ``\\n``, numbered from 1.
         origin: where they come from (a path, ``http``).
-        tz_offset_s: the server's UTC offset, for error-log times (which carry none).
+        tz_offset_s: the server's fixed UTC offset in seconds, for error-log times.
+        zone: the server's time zone (``_time.parse_zone``), for error-log times.
 
     Returns:
         An iterator of events and, for lines that cannot be read, rejects naming the line and
         the problem. It never raises on bad input.
+
+    Raises:
+        ValueError: at once, ``zone`` and a non-zero ``tz_offset_s`` both given, or an
+            offset of a day or more.
     """
+    if zone is not None and tz_offset_s:
+        raise ValueError("give the nginx server's zone or its tz_offset_s, not both")
+    if zone is None:
+        zone = timezone(timedelta(seconds=tz_offset_s)) if tz_offset_s else UTC
+    return _records(lines, origin, zone)
+
+
+def _records(lines: Iterable[bytes], origin: str, zone: tzinfo) -> Iterator[Event | Reject]:
+    """:func:`parse`'s events and rejects, error-log times read in ``zone``."""
     pending: PendingRecord | None = None
     for line_no, raw in enumerate(lines, 1):
         if pending is not None:
             if _continues(pending, raw):
                 pending.add(raw)
                 if pending.closed:
-                    yield pending.finish(origin, tz_offset_s)
+                    yield pending.finish(origin, zone)
                     pending = None
                 continue
-            yield pending.finish(origin, tz_offset_s)
+            yield pending.finish(origin, zone)
             pending = None
         if not raw.strip():
             continue
@@ -73,9 +97,9 @@ def parse(
         if head is not None and text.count('"') % 2:
             pending = PendingRecord(line_no, head, [raw], [text], len(raw), text.count('"'))
             continue
-        yield _read_line(text, raw, line_no, origin, tz_offset_s, head)
+        yield _read_line(text, raw, line_no, origin, zone, head)
     if pending is not None:
-        yield pending.finish(origin, tz_offset_s)
+        yield pending.finish(origin, zone)
 
 
 def _read_line(
@@ -83,13 +107,13 @@ def _read_line(
     raw: bytes,
     line_no: int,
     origin: str,
-    tz_offset_s: float,
+    zone: tzinfo,
     head: re.Match[str] | None,
 ) -> Event | Reject:
     if text.lstrip()[:1] in ("{", "["):
         return access_json(text, raw, line_no, origin)
     if head is not None:
-        return error_event(text, raw, line_no, origin, tz_offset_s, head)
+        return error_event(text, raw, line_no, origin, zone, head)
     combined = COMBINED.fullmatch(text)
     if combined is not None:
         return access_combined(combined, text, raw, line_no, origin)

@@ -1,4 +1,5 @@
-"""Fixtures for the correlator: a store on disk, the demo incident, an API client."""
+"""Fixtures for the correlator: a store on disk, the demo incident, an API client; autouse, no
+``CORRELATOR_*`` variable of the shell that runs the tests."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ from correlator import demo, ingest
 from correlator.store import Store
 
 DEMO_NOW_NS = 1_795_000_000_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def _clean_correlator_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An operator's CORRELATOR_DB, CORRELATOR_FINDINGS_* or CORRELATOR_NGINX_TZ would change
+    # what the tests read and write.
+    for name in list(os.environ):
+        if name.startswith("CORRELATOR_"):
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture

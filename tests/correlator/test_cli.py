@@ -239,6 +239,132 @@ def test_the_demo_command_runs_end_to_end(tmp_path: Path) -> None:
     assert STUCK_ALLOCATION in result.stdout
 
 
+#: An allocation that failed to release 1,000 s before ``STUCK_NOW``: a finding under a deadline
+#: of less than that, none at 1,000 s (an age must be strictly greater).
+STUCK = (
+    b'{"ts":"2026-11-22T13:41:20Z","entity_kind":"allocation","entity_id":"a-9",'
+    b'"from":"releasing","to":"release_failed","attributes":{"occupancy":"cleanup"},'
+    b'"allocation_id":"a-9","service":"workflow-worker"}\n'
+)
+STUCK_NOW = "2026-11-22T13:58:00Z"
+
+
+@pytest.mark.parametrize(
+    ("options", "environ", "found"),
+    [
+        pytest.param([], {}, [], id="default-3600"),
+        pytest.param(
+            ["--threshold", "release_failed_deadline_s=999.999"],
+            {},
+            [("release_failed_stuck", "warning", 999.999)],
+            id="flag-under",
+        ),
+        pytest.param(["--threshold", "release_failed_deadline_s=1000"], {}, [], id="flag-at"),
+        pytest.param(
+            [],
+            {"CORRELATOR_FINDINGS_RELEASE_FAILED_DEADLINE_S": "999.999"},
+            [("release_failed_stuck", "warning", 999.999)],
+            id="variable-under",
+        ),
+        pytest.param(
+            [], {"CORRELATOR_FINDINGS_RELEASE_FAILED_DEADLINE_S": "1000"}, [], id="variable-at"
+        ),
+        pytest.param(
+            ["--threshold", "release_failed_deadline_s=999"],
+            {"CORRELATOR_FINDINGS_RELEASE_FAILED_DEADLINE_S": "1000"},
+            [("release_failed_stuck", "warning", 999.0)],
+            id="flag-wins",
+        ),
+        pytest.param(
+            ["--threshold", "release_failed_deadline_s=1000"],
+            {"CORRELATOR_FINDINGS_RELEASE_FAILED_DEADLINE_S": "999"},
+            [],
+            id="flag-wins-the-other-way",
+        ),
+        pytest.param(
+            [
+                "--threshold",
+                "release_failed_deadline_s=200",
+                "--threshold",
+                "critical_factor=4.999",
+            ],
+            {},
+            [("release_failed_stuck", "critical", 200.0)],
+            id="repeated",
+        ),
+        pytest.param(
+            ["--threshold", "release_failed_deadline_s=200"],
+            {"CORRELATOR_FINDINGS_CRITICAL_FACTOR": "5"},
+            [("release_failed_stuck", "warning", 200.0)],
+            id="flag-and-variable",
+        ),
+    ],
+)
+def test_findings_thresholds_from_the_flag_or_the_environment(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    environ: dict[str, str],
+    found: list[tuple[str, str, float]],
+) -> None:
+    transitions = tmp_path / "workflow.ndjson"
+    transitions.write_bytes(STUCK)
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "workflow", str(transitions)]) == 0
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+
+    assert main(["--db", db, "findings", "--json", "--now", STUCK_NOW, *options]) == 0
+
+    answer = orjson.loads(capsys.readouterr().out)
+    assert [(f["rule"], f["severity"], f["threshold_s"]) for f in answer["findings"]] == found
+    assert all(f["age_s"] == 1000.0 for f in answer["findings"])
+
+
+_THRESHOLD_NAMES = (
+    "release_failed_deadline_s, provision_job_deadline_s, outbox_publish_deadline_s, "
+    "drift_threshold_s, orphan_grace_s, critical_factor"
+)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "message"),
+    [
+        ("drift=60", f"unknown threshold 'drift'; use one of {_THRESHOLD_NAMES}"),
+        ("interval_s=60", f"unknown threshold 'interval_s'; use one of {_THRESHOLD_NAMES}"),
+        ("drift_threshold_s", "expected NAME=SECONDS, not 'drift_threshold_s'"),
+        ("drift_threshold_s=5m", "drift_threshold_s: expected a number of seconds, not '5m'"),
+        ("drift_threshold_s=", "drift_threshold_s: expected a number of seconds, not ''"),
+        ("drift_threshold_s=-1", "drift_threshold_s must be a number of at least 0, not -1.0"),
+        ("orphan_grace_s=inf", "orphan_grace_s must be a number of at least 0, not inf"),
+        ("critical_factor=0.5", "critical_factor must be a number of at least 1, not 0.5"),
+    ],
+)
+def test_a_bad_threshold_is_an_argument_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: str, message: str
+) -> None:
+    argv = ["--db", str(tmp_path / "c.duckdb"), "findings", "--threshold", threshold]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        f"correlator findings: error: argument --threshold: {message}\n"
+    )
+
+
+def test_a_malformed_threshold_variable_is_named(
+    ingested: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CORRELATOR_FINDINGS_DRIFT_THRESHOLD_S", "5m")
+    assert main(["--db", ingested, "findings"]) == 2
+    assert capsys.readouterr().err == (
+        "correlator: CORRELATOR_FINDINGS_DRIFT_THRESHOLD_S must be a number of at least 0, "
+        "not '5m'\n"
+    )
+
+
 def test_findings_can_be_logged_for_loki(demo_db: Path, captured) -> None:  # type: ignore[no-untyped-def]
     sink = captured(service="correlator", layer="api")
     assert (
@@ -350,6 +476,22 @@ def test_timeline_limit_accepts_the_api_maximum(
             "CORRELATOR_FINDINGS_INTERVAL_S",
             "nan",
             "CORRELATOR_FINDINGS_INTERVAL_S must be a number of at least 0, not 'nan'",
+        ),
+        (
+            "CORRELATOR_FINDINGS_ORPHAN_GRACE_S",
+            "10m",
+            "CORRELATOR_FINDINGS_ORPHAN_GRACE_S must be a number of at least 0, not '10m'",
+        ),
+        (
+            "CORRELATOR_FINDINGS_CRITICAL_FACTOR",
+            "0",
+            "CORRELATOR_FINDINGS_CRITICAL_FACTOR must be a number of at least 1, not '0'",
+        ),
+        (
+            "CORRELATOR_NGINX_TZ",
+            "Mars/Olympus",
+            "CORRELATOR_NGINX_TZ: 'Mars/Olympus' is not a time zone: use UTC, an offset such as "
+            "+01:00 or -0530, or an IANA name such as Europe/Berlin",
         ),
     ],
 )

@@ -7,8 +7,10 @@ import errno
 import gzip
 import io
 import os
+from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -406,6 +408,51 @@ def test_an_nginx_ingest_reads_only_what_lies_near_its_lines(
     assert _error_links(store) == [
         ("4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f")
     ]
+
+
+#: ACCESS and ERROR as a server on Berlin time writes them (+01:00 in November): the access
+#: line's time says so, the error line's does not.
+ACCESS_BERLIN = ACCESS.replace(b"[22/Nov/2026:12:00:01 +0000]", b"[22/Nov/2026:13:00:01 +0100]")
+ERROR_BERLIN = ERROR.replace(b"2026/11/22 12:00:00 ", b"2026/11/22 13:00:00 ")
+REQUEST_ID = "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f"
+
+
+@pytest.mark.parametrize(
+    ("zone", "links"),
+    [
+        pytest.param(None, [(None, None)], id="utc-an-hour-off"),
+        pytest.param(ZoneInfo("Europe/Berlin"), [(REQUEST_ID, REQUEST_ID)], id="berlin"),
+        pytest.param(timezone(timedelta(hours=1)), [(REQUEST_ID, REQUEST_ID)], id="+01:00"),
+    ],
+)
+def test_nginx_error_times_are_read_in_the_zone_given(
+    store: Store, zone: tzinfo | None, links: list[tuple[str | None, str | None]]
+) -> None:
+    ingest_lines(store, "nginx", [ACCESS_BERLIN], "access.log", nginx_zone=zone)
+    ingest_lines(store, "nginx", [ERROR_BERLIN], "error.log", nginx_zone=zone)
+    assert _error_links(store) == links
+
+
+def test_ingest_paths_gives_the_zone_to_the_nginx_parser_only(
+    tmp_path: Path,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    started_pools: list[RecordingPool],
+) -> None:
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file is "large"
+    berlin = ZoneInfo("Europe/Berlin")
+    access, error, agent = tmp_path / "access.log", tmp_path / "error.log", tmp_path / "a.jsonl"
+    access.write_bytes(ACCESS_BERLIN + b"\n")
+    error.write_bytes(ERROR_BERLIN + b"\n")
+    agent.write_bytes(LINES[0] + b"\n")
+
+    nginx = ingest_paths(store, "nginx", [error, access], workers=2, nginx_zone=berlin)
+    others = ingest_paths(store, "agent", [agent], nginx_zone=berlin)
+
+    assert (nginx.accepted, others.accepted) == (2, 1)
+    assert _error_links(store) == [(REQUEST_ID, REQUEST_ID)]
+    # nginx has no columnar parser: its files are parsed in this process, whatever workers.
+    assert started_pools == []
 
 
 # -- a UTF-8 byte order mark -----------------------------------------------------------------

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -539,6 +541,45 @@ def test_error_time_uses_the_server_offset() -> None:
     (item,) = parse([line], ORIGIN, tz_offset_s=3600.0)
     assert isinstance(item, Event)
     assert item.ts_ns == T0
+
+
+#: 2026-07-22T13:11:19Z, in summer time.
+T_SUMMER = 1_784_725_879_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("stamp", "zone", "ts_ns"),
+    [
+        (b"2026/11/22 13:11:19", None, T0),
+        (b"2026/11/22 13:11:19", UTC, T0),
+        (b"2026/11/22 14:11:19", timezone(timedelta(hours=1)), T0),
+        (b"2026/11/22 14:11:19", ZoneInfo("Europe/Berlin"), T0),  # CET, +01:00
+        (b"2026/07/22 15:11:19", ZoneInfo("Europe/Berlin"), T_SUMMER),  # CEST, +02:00
+        (b"2026/07/22 14:11:19", timezone(timedelta(hours=1)), T_SUMMER),  # fixed: no DST
+        (b"2026/11/22 08:11:19", ZoneInfo("America/New_York"), T0),  # EST, -05:00
+    ],
+)
+def test_error_time_is_read_in_the_server_zone(
+    stamp: bytes, zone: tzinfo | None, ts_ns: int
+) -> None:
+    # A multi-line record too: its first line's time is the record's.
+    lines = [
+        ERROR_NOTICE.replace(b"2026/11/22 13:11:19", stamp),
+        FASTCGI[0].replace(b"2026/11/22 13:11:19", stamp),
+        *FASTCGI[1:],
+    ]
+    items = list(parse(lines, ORIGIN, zone=zone))
+    assert [(type(i).__name__, getattr(i, "ts_ns", None)) for i in items] == [
+        ("Event", ts_ns),
+        ("Event", ts_ns),
+    ]
+
+
+def test_a_zone_and_an_offset_together_are_refused() -> None:
+    with pytest.raises(
+        ValueError, match=r"^give the nginx server's zone or its tz_offset_s, not both$"
+    ):
+        parse([ERROR_NOTICE], ORIGIN, tz_offset_s=3600.0, zone=UTC)
 
 
 FASTCGI = [

@@ -3,8 +3,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Final
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from correlator.sources._time import (
     parse_nginx_local_ns,
     parse_postgres_ns,
     parse_rfc3339_ns,
+    parse_zone,
 )
 
 #: 2026-11-22T13:11:19Z in seconds since the epoch.
@@ -306,6 +308,120 @@ def test_nginx_error_time_is_local_time_of_the_server() -> None:
         parse_nginx_error_ns("2026-11-22 13:11:19")
     with pytest.raises(ValueError, match="is not a valid time of day: 25:11:19"):
         parse_nginx_error_ns("2026/11/22 25:11:19")
+
+
+# -- the zone of nginx error-log times --------------------------------------------------------
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.mark.parametrize(
+    ("text", "zone"),
+    [
+        ("UTC", UTC),
+        ("utc", UTC),
+        ("Z", UTC),
+        (" UTC ", UTC),
+        ("+01:00", timezone(timedelta(hours=1))),
+        ("+0100", timezone(timedelta(hours=1))),
+        ("+01", timezone(timedelta(hours=1))),
+        ("-0530", timezone(-timedelta(hours=5, minutes=30))),
+        ("-05:30", timezone(-timedelta(hours=5, minutes=30))),
+        ("+00:00", timezone(timedelta(0))),
+        ("+23:59", timezone(timedelta(hours=23, minutes=59))),
+        ("Europe/Berlin", BERLIN),
+        ("America/New_York", ZoneInfo("America/New_York")),
+        ("Etc/GMT-1", ZoneInfo("Etc/GMT-1")),  # POSIX sign: one hour east of UTC
+    ],
+)
+def test_parse_zone(text: str, zone: tzinfo) -> None:
+    assert parse_zone(text) == zone
+
+
+_NOT_A_ZONE: Final = (
+    " is not a time zone: use UTC, an offset such as +01:00 or -0530, or an IANA name such as "
+    "Europe/Berlin"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "''" + _NOT_A_ZONE),
+        ("Mars/Olympus_Mons", "'Mars/Olympus_Mons'" + _NOT_A_ZONE),
+        ("europe/berlin", "'europe/berlin'" + _NOT_A_ZONE),  # tzdata's case only
+        ("Europe", "'Europe'" + _NOT_A_ZONE),  # a directory of the database
+        ("zone.tab", "'zone.tab'" + _NOT_A_ZONE),  # a file of it that is not a zone
+        ("../../etc/passwd", "'../../etc/passwd'" + _NOT_A_ZONE),
+        ("/etc/localtime", "'/etc/localtime'" + _NOT_A_ZONE),
+        ("CET+1", "'CET+1'" + _NOT_A_ZONE),
+        ("1:00", "'1:00'" + _NOT_A_ZONE),
+        ("+1:00", "'+1:00'" + _NOT_A_ZONE),
+        ("+24:00", "'+24:00' has an impossible UTC offset '+24:00'"),
+        ("-01:60", "'-01:60' has an impossible UTC offset '-01:60'"),
+    ],
+)
+def test_parse_zone_refuses(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_zone(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "zone", "utc"),
+    [
+        # Winter (CET, +01:00) and summer (CEST, +02:00) in one zone.
+        ("2026/11/22 14:11:19", BERLIN, "2026-11-22T13:11:19Z"),
+        ("2026/07/22 15:11:19", BERLIN, "2026-07-22T13:11:19Z"),
+        ("2026/11/22 14:11:19", timezone(timedelta(hours=1)), "2026-11-22T13:11:19Z"),
+        ("2026/07/22 15:11:19", timezone(timedelta(hours=1)), "2026-07-22T14:11:19Z"),
+        ("2026/11/22 13:11:19", UTC, "2026-11-22T13:11:19Z"),
+        ("2026/11/22 07:41:19", timezone(-timedelta(hours=5, minutes=30)), "2026-11-22T13:11:19Z"),
+        # Spring, 29 March 2026: at 02:00 CET the clocks jump to 03:00 CEST.
+        ("2026/03/29 01:59:59", BERLIN, "2026-03-29T00:59:59Z"),
+        ("2026/03/29 02:00:00", BERLIN, "2026-03-29T01:00:00Z"),  # skipped: CET, as before
+        ("2026/03/29 02:30:00", BERLIN, "2026-03-29T01:30:00Z"),  # skipped: CET, as before
+        ("2026/03/29 03:00:00", BERLIN, "2026-03-29T01:00:00Z"),  # the same instant as 02:00
+        ("2026/03/29 03:30:00", BERLIN, "2026-03-29T01:30:00Z"),
+        # Autumn, 25 October 2026: at 03:00 CEST the clocks go back to 02:00 CET.
+        ("2026/10/25 01:59:59", BERLIN, "2026-10-24T23:59:59Z"),
+        ("2026/10/25 02:00:00", BERLIN, "2026-10-25T00:00:00Z"),  # twice: the first, CEST
+        ("2026/10/25 02:30:00", BERLIN, "2026-10-25T00:30:00Z"),  # twice: the first, CEST
+        ("2026/10/25 02:59:59", BERLIN, "2026-10-25T00:59:59Z"),  # twice: the first, CEST
+        ("2026/10/25 03:00:00", BERLIN, "2026-10-25T02:00:00Z"),
+    ],
+)
+def test_nginx_error_time_in_a_zone(text: str, zone: tzinfo, utc: str) -> None:
+    assert parse_nginx_error_ns(text, zone=zone) == parse_rfc3339_ns(utc)
+
+
+def test_a_zone_wins_over_a_fixed_offset() -> None:
+    assert parse_nginx_error_ns("2026/07/22 15:11:19", 3600.0, zone=BERLIN) == parse_rfc3339_ns(
+        "2026-07-22T13:11:19Z"
+    )
+
+
+def test_a_zone_cannot_bring_the_last_second_of_9999_into_range() -> None:
+    # Second 60 of the last day datetime can hold: out of range, not an OverflowError.
+    with pytest.raises(ValueError, match=_OUT_OF_RANGE):
+        parse_nginx_error_ns("9999/12/31 23:59:60", zone=BERLIN)
+
+
+@given(
+    st.datetimes(min_value=datetime(1678, 1, 1), max_value=datetime(2262, 1, 1)),  # noqa: DTZ001
+    st.integers(min_value=-(24 * 3600 - 1), max_value=24 * 3600 - 1),
+)
+def test_a_fixed_zone_reads_as_its_offset(local: datetime, offset_s: int) -> None:
+    text = local.strftime("%Y/%m/%d %H:%M:%S")
+    zone = timezone(timedelta(seconds=offset_s))
+    assert parse_nginx_error_ns(text, zone=zone) == parse_nginx_error_ns(text, float(offset_s))
+
+
+@settings(max_examples=300)
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)))  # noqa: DTZ001
+def test_a_named_zone_reads_as_datetime_with_fold_0(local: datetime) -> None:
+    text = local.strftime("%Y/%m/%d %H:%M:%S")
+    expected = local.replace(microsecond=0, tzinfo=BERLIN, fold=0).timestamp()
+    assert parse_nginx_error_ns(text, zone=BERLIN) == int(expected) * NS
 
 
 @pytest.mark.parametrize(
