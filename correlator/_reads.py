@@ -1,13 +1,13 @@
-"""What the store reads back: events by the identifiers they mention, nginx's, lifecycle's.
+"""What the store reads back: events by the identifiers they mention, and nginx's.
 
 :func:`matching_branches` and :func:`events_matching` are ``Store.events_matching``: one
 ``UNION`` branch per identifier kind, each on that column's index, read in two steps (which
 rows, in order, from the identifier, time and hash columns alone; then every column of just
 those rows, :func:`fetch_chosen`). :func:`nginx_events` finds the two halves of an nginx
-request in different files; :func:`lifecycle_events` the records findings read;
-:func:`time_bounds` all evidence's first and last; :func:`rejects` the lines ingest
-rejected. Identifier column names are formatted into SQL only from the fixed
-:data:`ID_COLUMNS`; values are always bound.
+request in different files; :func:`time_bounds` all evidence's first and last;
+:func:`rejects` the lines ingest rejected. Identifier column names are formatted into SQL
+only from the fixed :data:`ID_COLUMNS`; values are always bound. (What findings and latency
+read is in ``_lifecycle``.)
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = [
     "ID_COLUMNS",
     "events_matching",
     "fetch_chosen",
-    "lifecycle_events",
     "matching_branches",
     "nginx_events",
     "rejects",
@@ -153,18 +152,6 @@ def nginx_events(
         f"AND {where} ORDER BY ts_ns"
     )
     return fetch_events(cursor, sql, [from_ns, to_ns])
-
-
-def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[list[Event], bool]:
-    """The lifecycle events (``Store.lifecycle_events``), oldest first: at most ``limit``, and
-    whether more matched."""
-    sql = (
-        f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names
-        "WHERE entity_kind IS NOT NULL OR layer IN ('provider', 'projection') "
-        "OR attrs LIKE '%\"occupancy\"%' ORDER BY ts_ns, hash LIMIT ?"
-    )
-    events = fetch_events(cursor, sql, [limit + 1])
-    return events[:limit], len(events) > limit
 
 
 def time_bounds(cursor: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:

@@ -33,6 +33,11 @@ shape of :meth:`PhaseStats.as_dict`::
      "p50_s": 74.2, "p95_s": 180.0, "max_s": 181.5}
 
 ``p50_s``, ``p95_s`` and ``max_s`` are None when ``count`` is 0.
+
+:func:`latency` is the reference: events in, rows out. A store of 10^7 events holds ~800,000
+allocation transitions, too many to read as events; it computes the same samples in SQL
+(``correlator._lifecycle.latency_samples``, with :func:`checked_phases` and
+:func:`provider_name` deciding what they decide here) and hands them to :func:`statistics`.
 """
 
 from __future__ import annotations
@@ -45,7 +50,17 @@ from typing import Any, Final
 from correlator.errors import QueryError
 from correlator.model import Event
 
-__all__ = ["DEFAULT_PHASES", "PhaseStats", "latency", "nearest_rank"]
+__all__ = [
+    "DEFAULT_PHASES",
+    "Incomplete",
+    "PhaseStats",
+    "Samples",
+    "checked_phases",
+    "latency",
+    "nearest_rank",
+    "provider_name",
+    "statistics",
+]
 
 #: The phases measured when the caller names none: name -> (start state, end state).
 DEFAULT_PHASES: Final[Mapping[str, tuple[str, str]]] = {
@@ -55,6 +70,11 @@ DEFAULT_PHASES: Final[Mapping[str, tuple[str, str]]] = {
 }
 
 _UNKNOWN: Final = "unknown"
+
+#: Durations in seconds, and counts of allocations that never finished a phase, by
+#: (phase, provider): what :func:`statistics` summarises.
+Samples = dict[tuple[str, str], list[float]]
+Incomplete = dict[tuple[str, str], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +150,7 @@ def latency(
     Raises:
         QueryError: a phase is not a pair of two different non-empty state names.
     """
-    wanted = _checked(phases)
+    wanted = checked_phases(phases)
     transitions: dict[str, list[Event]] = defaultdict(list)
     providers: dict[str, list[Event]] = defaultdict(list)
     for event in sorted(events, key=lambda e: (e.ts_ns, e.hash)):
@@ -143,8 +163,8 @@ def latency(
         if event.attrs.get("provider"):
             providers[allocation].append(event)
 
-    samples: dict[tuple[str, str], list[float]] = defaultdict(list)
-    incomplete: dict[tuple[str, str], int] = defaultdict(int)
+    samples: Samples = defaultdict(list)
+    incomplete: Incomplete = defaultdict(int)
     for allocation, steps in transitions.items():
         latest = providers[allocation][-1].attrs["provider"] if providers[allocation] else None
         states = [(e.state_to or "").strip().lower() for e in steps]
@@ -161,13 +181,37 @@ def latency(
                 end.attrs.get("provider") if end else None,
                 latest,
             )
-            provider = str(next((p for p in found if p), _UNKNOWN)).lower()
+            provider = provider_name(next((p for p in found if p), None))
             if end is None:
                 incomplete[(phase, provider)] += 1
             else:
                 samples[(phase, provider)].append((end.ts_ns - start.ts_ns) / 1e9)
+    return statistics(samples, incomplete, wanted)
 
-    order = {phase: i for i, phase in enumerate(wanted)}
+
+def provider_name(value: Any) -> str:
+    """How a sample names its provider: ``attrs["provider"]`` as text, lower-cased, so that
+    ``AAP`` and ``aap`` are one; ``unknown`` for none (None, or a falsy value)."""
+    return str(value).lower() if value else _UNKNOWN
+
+
+def statistics(
+    samples: Mapping[tuple[str, str], Sequence[float]],
+    incomplete: Mapping[tuple[str, str], int],
+    phases: Mapping[str, tuple[str, str]],
+) -> list[PhaseStats]:
+    """The rows of :func:`latency` from its samples.
+
+    Args:
+        samples: durations in seconds by (phase, provider), in any order.
+        incomplete: allocations that entered a phase and never left it, by (phase, provider).
+        phases: the phases measured (their order is the rows' order).
+
+    Returns:
+        One row per (phase, provider) with a sample or an incomplete allocation, by phase
+        then provider.
+    """
+    order = {phase: i for i, phase in enumerate(phases)}
     rows = []
     for phase, provider in sorted({*samples, *incomplete}, key=lambda k: (order[k[0]], k[1])):
         durations = sorted(samples.get((phase, provider), []))
@@ -185,8 +229,12 @@ def latency(
     return rows
 
 
-def _checked(phases: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    """Phases with lower-cased state names; malformed ones raise :class:`QueryError`."""
+def checked_phases(phases: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Phases with their state names as compared (stripped, lower-cased).
+
+    Raises:
+        QueryError: a phase is not a pair of two different non-empty state names.
+    """
     wanted = {}
     for name, pair in phases.items():
         if not (isinstance(pair, tuple | list) and len(pair) == 2):

@@ -111,8 +111,8 @@ def findings(store: Store, now_ns: int, config: FindingsConfig | None = None) ->
 
     Returns:
         ``{"findings": [...], "truncated": bool}``: truncated when the store holds more
-        lifecycle events than are read (``store.LIFECYCLE_LIMIT``, the oldest kept), so that
-        findings about the newest may be missing.
+        lifecycle events that findings depend on than are read (``store.LIFECYCLE_LIMIT``,
+        the oldest kept), so that findings about the newest may be missing.
 
     Raises:
         QueryError: ``config`` is None and a ``CORRELATOR_FINDINGS_*`` variable is malformed.
@@ -123,7 +123,7 @@ def findings(store: Store, now_ns: int, config: FindingsConfig | None = None) ->
     if config is None:
         config = findings_config(os.environ)
     with collector_paused():
-        events, truncated = store.lifecycle_events()
+        events, truncated = store.finding_events()
         found = rules.find(events, now_ns=now_ns, config=config)
     shown = []
     for finding in found:
@@ -187,14 +187,16 @@ def latency(store: Store) -> dict[str, Any]:
     """Per-phase durations by provider: ``GET /v1/latency``.
 
     Returns:
-        ``{"phases": [...], "truncated": bool}``, truncated as in :func:`findings`.
+        ``{"phases": [...], "truncated": false}``: every allocation transition counts (the
+        samples are computed in SQL, not read as events), so nothing is ever cut; the key is
+        kept for the answer's shape.
     """
     from correlator import latency as phases
 
     with collector_paused():
-        events, truncated = store.lifecycle_events()
-        measured = phases.latency(events)
-    return {"phases": [p.as_dict() for p in measured], "truncated": truncated}
+        samples, incomplete = store.latency_samples(phases.DEFAULT_PHASES)
+        measured = phases.statistics(samples, incomplete, phases.DEFAULT_PHASES)
+    return {"phases": [p.as_dict() for p in measured], "truncated": False}
 
 
 def log_findings(found: list[dict[str, Any]]) -> None:

@@ -36,7 +36,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from correlator import _links, _reads, _writes
+from correlator import _lifecycle, _links, _reads, _writes
 from correlator._parents import ParentQuery, parent_events_many
 from correlator._reads import ID_COLUMNS
 from correlator._rows import INDEX_ROWS
@@ -44,6 +44,7 @@ from correlator._schema import DDL, columns_from_events, events_table
 from correlator._seed import Seed, read_seed
 from correlator._writes import IngestResult
 from correlator.errors import QueryError, SourceError
+from correlator.latency import DEFAULT_PHASES, Incomplete, Samples
 from correlator.model import IDENTIFIER_KEYS, Event, Reject
 
 __all__ = ["LIFECYCLE_LIMIT", "IngestResult", "Store"]
@@ -52,9 +53,10 @@ __all__ = ["LIFECYCLE_LIMIT", "IngestResult", "Store"]
 #: default is 122,880): see Store.__init__.
 _DATABASE: Final = "evidence"
 _ROW_GROUP_ROWS: Final = 16_384
-#: Findings and latency read at most this many lifecycle events, as Python objects (~7 KB
-#: each while they are read: 793,000 of a 10^7-event store took 5.7 GB and 29 s); past it
-#: their answers say ``truncated``.
+#: Findings read at most this many lifecycle events, as Python objects (~7 KB each while they
+#: are read: all 793,000 of a 10^7-event store took 5.7 GB and 13-29 s); past it their answer
+#: says ``truncated``. They read only the events of entities that can make a finding
+#: (:meth:`Store.finding_events`), so a store reaches it only when that many are stuck.
 LIFECYCLE_LIMIT: Final = 1_000_000
 
 
@@ -340,7 +342,33 @@ class Store:
             oldest first, and whether the store holds more.
         """
         with self._reader() as cursor:
-            return _reads.lifecycle_events(cursor, LIFECYCLE_LIMIT if limit is None else limit)
+            return _lifecycle.lifecycle_events(cursor, LIFECYCLE_LIMIT if limit is None else limit)
+
+    def finding_events(self, *, limit: int | None = None) -> tuple[list[Event], bool]:
+        """The lifecycle events findings can depend on: every event of each entity that can
+        make a finding or that such a finding consults (``correlator.findings._reach``), not
+        the healthy rest. ``findings.find`` of them equals ``findings.find`` of
+        :meth:`lifecycle_events`.
+
+        Returns:
+            ``(events, truncated)``: the oldest ``limit`` (default :data:`LIFECYCLE_LIMIT`),
+            oldest first, and whether there are more.
+        """
+        with self._reader() as cursor:
+            return _lifecycle.finding_events(cursor, LIFECYCLE_LIMIT if limit is None else limit)
+
+    def latency_samples(
+        self, phases: Mapping[str, tuple[str, str]] = DEFAULT_PHASES
+    ) -> tuple[Samples, Incomplete]:
+        """What ``correlator.latency.latency`` would take from every lifecycle event, computed
+        in SQL: durations and incomplete phases by (phase, provider), for
+        ``correlator.latency.statistics``.
+
+        Raises:
+            QueryError: a phase is not a pair of two different non-empty state names.
+        """
+        with self._reader() as cursor:
+            return _lifecycle.latency_samples(cursor, phases)
 
     def link_counts(
         self, key: str, value: str, *, from_ns: int | None = None, to_ns: int | None = None

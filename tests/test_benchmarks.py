@@ -28,6 +28,7 @@ RUNS = [
     ("lokisim_ingest", ["--rounds", "1", "--batches", "2"], "entries/s"),
     ("store_insert", ["--events", "5000", "--lookups", "10"], "| layout |"),
     ("ingest_floor", ["--events", "3000"], "/ copy"),
+    ("lifecycle", ["--events", "3000", "--repeat", "1"], "same as baseline"),
     ("correlator", ["--sizes", "2e3", "--queries", "4"], "timeline p50 ms"),
     ("ship", ["--quick", "--repeat", "1", "--skip-breakdown"], "lines/s"),
 ]

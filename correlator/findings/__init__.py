@@ -8,7 +8,8 @@ answer does not depend on the input order. State names are compared case-insensi
 The package: ``_rules`` holds the rules, their thresholds and the order of findings (its
 docstring describes each rule); ``_matching`` groups events by entity and matches projections
 to their provider jobs; ``_types`` holds the state vocabularies, :class:`FindingsConfig` and
-:class:`Finding`. Every public name is re-exported here.
+:class:`Finding`; ``_reach`` says which evidence the rules can depend on (:func:`reach`), so
+that the store reads only that. Every public name is re-exported here.
 
 JSON shape of :meth:`Finding.as_dict`::
 
@@ -29,6 +30,7 @@ for drift, the job's latest and the projection's latest).
 
 from __future__ import annotations
 
+from correlator.findings._reach import Reach, reach
 from correlator.findings._rules import find
 from correlator.findings._types import (
     ACTIVE_JOB_STATES,
@@ -50,5 +52,7 @@ __all__ = [
     "VM_GONE_STATES",
     "Finding",
     "FindingsConfig",
+    "Reach",
     "find",
+    "reach",
 ]

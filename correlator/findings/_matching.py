@@ -28,6 +28,7 @@ __all__ = [
     "links_of",
     "order_key",
     "state_at",
+    "state_name",
     "state_of",
     "trailing",
     "transitions",
@@ -39,9 +40,14 @@ def order_key(event: Event) -> tuple[int, int]:
     return event.ts_ns, event.hash
 
 
+def state_name(text: str | None) -> str:
+    """A state as the rules compare it: lower-cased and stripped; ``""`` for none."""
+    return (text or "").strip().lower()
+
+
 def state_of(event: Event) -> str:
     """The state an event moved to, lower-cased and stripped; ``""`` for no transition."""
-    return (event.state_to or "").strip().lower()
+    return state_name(event.state_to)
 
 
 def transitions(events: Iterable[Event]) -> list[Event]:
