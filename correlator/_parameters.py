@@ -1,0 +1,117 @@
+"""How the service reads its query parameters: each route's own, and none else.
+
+:func:`check_query` refuses a parameter a route does not declare, or one given twice (a
+typo such as ``limt=5`` would otherwise be ignored without a word); :func:`seed` declares the
+five identifiers, so that ``/docs`` can ask for them, and takes the one given; :func:`zone`
+reads ``?tz=`` of an nginx body. Each raises :class:`~correlator.errors.QueryError` naming
+the parameter, which ``correlator.api`` answers with a 400.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import Annotated, Final
+
+from fastapi import Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from correlator import incident
+from correlator.errors import QueryError
+from correlator.model import IDENTIFIER_KEYS
+from correlator.sources._time import parse_zone
+
+__all__ = ["TIME", "check_query", "seed", "zone"]
+
+_KEYS: Final = ", ".join(IDENTIFIER_KEYS)
+_ONE_IDENTIFIER: Final = f"give exactly one identifier: ?KEY=VALUE with KEY one of {_KEYS}"
+_Identifier = Annotated[
+    str | None,
+    Query(description=f"The identifier to start from; give exactly one of {_KEYS}."),
+]
+TIME: Final = "RFC 3339, integer nanoseconds since the epoch, or now-DURATION (now-2h)."
+
+
+def _declared_query(dependant: Dependant) -> list[str]:
+    """The query parameter names a route and its dependencies declare (aliases: ``from``)."""
+    names = [field.alias for field in dependant.query_params]
+    for dependency in dependant.dependencies:
+        names += _declared_query(dependency)
+    return names
+
+
+def check_query(request: Request) -> None:
+    """Refuse a query the route would otherwise misread: a typo such as ``limt=5`` would be
+    ignored without a word, and a repeated key would silently take its last value.
+
+    On a route that takes the identifiers, exactly one of them must be given, once (checked
+    first, so two identifiers, or one given twice, say so). Run it after the token check, so
+    that a caller without a token learns nothing of the parameters.
+
+    Args:
+        request: the request; its route (``scope["route"]``) declares the parameters.
+
+    Raises:
+        QueryError: naming the parameter unknown or repeated, or the identifiers.
+    """
+    route: APIRoute = request.scope["route"]  # APIRoute.matches put the matched route there
+    declared = _declared_query(route.dependant)
+    items = request.query_params.multi_items()
+    if any(name in IDENTIFIER_KEYS for name in declared) and (
+        sum(name in IDENTIFIER_KEYS for name, _ in items) != 1
+    ):
+        raise QueryError(_ONE_IDENTIFIER)
+    for name in dict.fromkeys(name for name, _ in items):
+        if name not in declared:
+            known: list[str] = [key for key in IDENTIFIER_KEYS if key in declared]
+            known += sorted(set(declared).difference(IDENTIFIER_KEYS))
+            raise QueryError(
+                f"unknown query parameter {name!r}; known: {', '.join(known) or 'none'}"
+            )
+        if request.query_params.getlist(name)[1:]:
+            raise QueryError(f"query parameter {name!r} is given more than once")
+
+
+def seed(
+    node_id: _Identifier = None,
+    node_instance_id: _Identifier = None,
+    correlation_id: _Identifier = None,
+    allocation_id: _Identifier = None,
+    workflow_id: _Identifier = None,
+) -> tuple[str, str]:
+    """The identifier a query names, as ``(key, value)``.
+
+    Declared one parameter per key so that ``/docs`` can ask for them; :func:`check_query`,
+    which FastAPI runs first (a route's ``dependencies`` come before its parameters), has made
+    sure exactly one is given.
+
+    Raises:
+        QueryError: the value cannot be an identifier (a quote, a control character, ...).
+    """
+    values = {
+        "node_id": node_id,
+        "node_instance_id": node_instance_id,
+        "correlation_id": correlation_id,
+        "allocation_id": allocation_id,
+        "workflow_id": workflow_id,
+    }
+    [(key, value)] = [(key, value) for key, value in values.items() if value is not None]
+    return incident.check_seed(key, value)
+
+
+def zone(source: str, tz: str | None, default: tzinfo | None) -> tzinfo | None:
+    """The zone of an nginx body's error-log times: ``tz``, else the service's default.
+
+    Raises:
+        QueryError: ``tz`` with another source, or a zone that is not one (naming it).
+    """
+    if tz is None:
+        return default if source == "nginx" else None
+    if source != "nginx":
+        raise QueryError(
+            "query parameter 'tz' is the zone of nginx error logs: use it with source=nginx"
+        )
+    try:
+        return parse_zone(tz)
+    except ValueError as exc:
+        raise QueryError(f"query parameter 'tz': {exc}") from exc
