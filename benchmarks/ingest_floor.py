@@ -17,9 +17,20 @@ a fresh on-disk DuckDB file, closed (checkpointed) at the end:
    timeline's lookups need);
 4. the correlator: ``correlator.ingest.ingest_paths(store, "agent", files, workers=2)``, as
    ``benchmarks.correlator`` measures it (``--skip-correlator`` leaves it out: ~40 s per 10^6
-   events).
+   events);
+5. storing alone, no indexes: the correlator's own events (every column, ``raw`` and
+   ``attrs`` as it stores them), read beforehand into memory as one Arrow table, untimed, then
+   inserted into a fresh ``events`` table laid out as :class:`~correlator.store.Store` lays it
+   out (16,384-row row groups) and checkpointed. No parsing, mapping, checks or
+   de-duplication: what any ingest keeping these columns pays on top of reading its input;
+6. storing alone, the five identifier indexes kept up during the insert (what every ingest
+   into a store that already holds events pays);
+7. storing alone, the indexes built after the insert in one pass each (what a first ingest
+   into an empty store could pay instead).
 
-Each is printed with its ratio to the copy measured in the same run. Run:
+5-7 read the events of the store 4 wrote, or with ``--skip-correlator`` of the store
+``benchmarks.correlator --keep DIR`` left (``DIR/n<events>/evidence.duckdb``); without either
+they are left out. Each line is printed with its ratio to the copy measured in the same run. Run:
 ``python -m benchmarks.ingest_floor [--events 1e6] [--seed 1] [--keep DIR]
 [--skip-correlator]``; ``--keep DIR`` reuses a fleet ``benchmarks.correlator --keep DIR``
 generated (``DIR/n<events>``).
@@ -35,10 +46,14 @@ from pathlib import Path
 from typing import Final
 
 import duckdb
+import pyarrow as pa
 
 from benchmarks._common import machine_note
 from benchmarks.correlator import fleet_in, measure_duckdb_floor, measure_ingest
-from correlator._schema import DDL, EVENTS_COLUMNS_DDL
+from correlator._schema import COLUMN_LIST, DDL, EVENTS_COLUMNS_DDL, INDEX_DDL
+
+#: The row-group size :class:`~correlator.store.Store` attaches its file with.
+_ROW_GROUP_ROWS: Final = 16_384
 
 #: The record fields the DuckDB mapping extracts, in the order of :data:`_MAPPED`'s columns
 #: from ``service`` on.
@@ -94,6 +109,39 @@ def measure_duckdb_mapping(paths: Sequence[Path], db: Path, *, indexes: bool) ->
     return {"events": events, "seconds": elapsed, "events_per_s": events / elapsed}
 
 
+def read_events(store: Path) -> pa.Table:
+    """Every event of a correlator store, every column, as one Arrow table in memory."""
+    with duckdb.connect(str(store), read_only=True) as con:
+        return con.sql(f"SELECT {COLUMN_LIST} FROM events").to_arrow_table()  # noqa: S608 - fixed names
+
+
+def measure_store_write(events: pa.Table, db: Path, *, indexes: str) -> dict[str, float]:
+    """``events`` inserted into a fresh store (see the module docstring, 5-7).
+
+    Args:
+        events: what :func:`read_events` read.
+        db: the file to create (removed afterwards).
+        indexes: ``none``, ``kept`` (during the insert) or ``after`` (built after it).
+    """
+    db.unlink(missing_ok=True)
+    quoted = str(db).replace("'", "''")
+    started = time.perf_counter()
+    with duckdb.connect() as con:
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"ATTACH '{quoted}' AS floor (ROW_GROUP_SIZE {_ROW_GROUP_ROWS})")
+        con.execute("USE floor")
+        con.execute(DDL if indexes == "kept" else f"CREATE TABLE events ({EVENTS_COLUMNS_DDL})")
+        con.register("batch", events)
+        con.execute(f"INSERT INTO events SELECT {COLUMN_LIST} FROM batch")  # noqa: S608 - fixed names
+        if indexes == "after":
+            con.execute(INDEX_DDL)
+        con.execute("CHECKPOINT")
+    elapsed = time.perf_counter() - started
+    db.unlink()
+    rows = events.num_rows
+    return {"events": rows, "seconds": elapsed, "events_per_s": rows / elapsed}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", default="1e6", help="fleet size (events)")
@@ -123,9 +171,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 measure_duckdb_mapping(fleet.files, db, indexes=True),
             )
         )
+        stored = directory / "evidence.duckdb"
         if not args.skip_correlator:
-            rows.append(("correlator ingest_paths, workers=2", measure_ingest(fleet.files, db, 2)))
-            db.unlink()
+            stored = Path(scratch) / "correlator.duckdb"
+            rows.append(
+                ("correlator ingest_paths, workers=2", measure_ingest(fleet.files, stored, 2))
+            )
+        if stored.exists():
+            events = read_events(stored)
+            for name, indexes in (
+                ("storing alone, no indexes", "none"),
+                ("storing alone, 5 indexes kept", "kept"),
+                ("storing alone, 5 indexes after", "after"),
+            ):
+                rows.append((name, measure_store_write(events, db, indexes=indexes)))
+            del events
+        else:
+            print(f"storing alone: left out, no store at {stored}")
     baseline = rows[0][1]["events_per_s"]
     print(f"{'':36} {'events/s':>10} {'seconds':>8} {'/ copy':>7}")
     for name, figures in rows:
