@@ -22,7 +22,7 @@ from typing import Any
 from agent_logging import _context, _otel, _propagation, _state
 from agent_logging._config import Settings, configure, get_logger, shutdown
 from agent_logging._context import bind, bound, unbind
-from agent_logging._ids import new_correlation_id
+from agent_logging._ids import check_id, new_correlation_id
 from agent_logging._threads import ContextThreadPoolExecutor, carry_context
 from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS, OWNER_LAYERS
 from agent_logging.errors import (
@@ -99,7 +99,9 @@ def ids_from_headers(request_headers: Mapping[str, str] | Any) -> dict[str, str]
         request_headers: a mapping or (name, value) pairs; names are case-insensitive.
 
     Returns:
-        The acceptable identifiers; unsafe or malformed values are left out (never raises).
+        The acceptable identifiers; unsafe or malformed values are left out, and so is
+        anything that is not a header (``{}`` for ``None``, a string, a number...). Never
+        raises.
     """
     return _propagation.parse_headers(request_headers)[0]
 
@@ -120,15 +122,28 @@ def payload() -> dict[str, str]:
     return current_ids()
 
 
-def ids_from_payload(data: Mapping[str, Any]) -> dict[str, str]:
-    """Identifiers found in a job payload; unsafe values are left out (never raises)."""
-    from agent_logging._ids import problem
+def ids_from_payload(data: Mapping[str, Any] | Any) -> dict[str, str]:
+    """Identifiers found in a job payload (the inverse of :func:`payload`).
 
-    return {
-        key: value
-        for key in CONTEXT_KEYS
-        if (value := data.get(key)) is not None and problem(key, value) is None
-    }
+    Args:
+        data: the payload, a mapping (AAP/EDA ``extra_vars``, a queue message).
+
+    Returns:
+        The acceptable identifiers. An integer is taken as its decimal text, as
+        :func:`bind` takes it (inventories number their nodes); unsafe values are left out,
+        and anything that is not a mapping gives ``{}``. Never raises.
+    """
+    if not isinstance(data, Mapping):
+        return {}
+    ids: dict[str, str] = {}
+    for key in CONTEXT_KEYS:
+        try:
+            value = data.get(key)
+            if value is not None:
+                ids[key] = check_id(key, value)
+        except Exception:  # noqa: BLE001, S112 - unsafe or unreadable: left out, as documented
+            continue
+    return ids
 
 
 def sql_comment() -> str:

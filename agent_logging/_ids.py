@@ -82,7 +82,12 @@ def check_id(key: str, value: object) -> str:
         InvalidIdentifierError: naming the key and what is wrong.
     """
     if isinstance(value, int) and not isinstance(value, bool) and key in IDENTIFIER_KEYS:
-        value = str(value)
+        try:
+            value = str(value)
+        except ValueError:  # past sys.get_int_max_str_digits(): far past 256 characters anyway
+            raise InvalidIdentifierError(
+                key, f"is an integer longer than {MAX_ID_LENGTH} digits"
+            ) from None
     reason = problem(key, value)
     if reason is not None:
         raise InvalidIdentifierError(key, reason)

@@ -4,7 +4,9 @@
   every call costs more than the rest of the lookup, so the last span's strings are cached:
   a request logs many records under one span.
 - :func:`attach_baggage` mirrors bound identifiers into OpenTelemetry baggage, so peers called
-  through OpenTelemetry-instrumented clients receive them too.
+  through OpenTelemetry-instrumented clients receive them too: only when a service opts in
+  (``AgentLoggingMiddleware(..., otel_baggage=True)``), since OpenTelemetry's propagator sends
+  baggage to every host, whatever ``propagate_hosts`` allows.
 """
 
 from __future__ import annotations

@@ -236,9 +236,14 @@ class Pipeline:
         self._last_key = (bound, level, trace_id, span_id, key)  # one tuple: thread-safe
         return key
 
-    def _fail(self, where: str, exc: BaseException) -> None:
+    def count_failure(self) -> None:
+        """Count one failure that was caught and reported elsewhere (a message its arguments
+        could not format), with the pipeline's own in ``health()["failures"]``."""
         with self._lock:
             self.failures += 1
+
+    def _fail(self, where: str, exc: BaseException) -> None:
+        self.count_failure()
         _state.report_once(
             f"pipeline:{where}:{type(exc).__name__}",
             f"a log record could not be {'processed' if where == 'process' else 'written'} "

@@ -15,7 +15,7 @@ the caller, who decides whether to log it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 from urllib.parse import quote, unquote
 
@@ -67,14 +67,38 @@ def _traceparent(ids: Mapping[str, str]) -> str | None:
     return None
 
 
-def _header_items(headers: object) -> Iterable[tuple[str, str]]:
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    for name, value in items:  # type: ignore[attr-defined]
-        if isinstance(name, bytes):
-            name = name.decode("latin-1")
-        if isinstance(value, bytes):
-            value = value.decode("latin-1")
-        yield str(name).lower(), str(value)
+def _header_items(headers: object, problems: list[str]) -> Iterator[tuple[str, str]]:
+    """``(lower-case name, value)`` for each header; what is not a header is left out.
+
+    A header with the value None is absent. Anything that is not a mapping or an iterable of
+    ``(name, value)`` pairs gives one problem, and nothing.
+    """
+    if isinstance(headers, str | bytes | bytearray) or not isinstance(headers, Iterable):
+        problems.append(
+            f"headers must be a mapping or (name, value) pairs, not {type(headers).__name__}"
+        )
+        return
+    malformed = 0
+    try:
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        for item in items:
+            if not isinstance(item, tuple | list) or len(item) != 2:
+                malformed += 1
+                continue
+            name, value = item
+            if value is None:
+                continue
+            yield _text(name).lower(), _text(value)
+    except Exception as exc:  # noqa: BLE001 - hostile input: a broken mapping or iterator
+        problems.append(f"headers could not be read: {type(exc).__name__}")
+    if malformed:
+        problems.append(f"{malformed} header item(s) are not (name, value) pairs; ignored")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes | bytearray):
+        return value.decode("latin-1")  # ASGI header bytes (RFC 9110 §5.5: ISO-8859-1)
+    return value if isinstance(value, str) else str(value)
 
 
 def parse_headers(headers: object) -> tuple[dict[str, str], list[str]]:
@@ -82,7 +106,8 @@ def parse_headers(headers: object) -> tuple[dict[str, str], list[str]]:
 
     Args:
         headers: a mapping or an iterable of (name, value) pairs, str or bytes (ASGI scopes
-            give bytes).
+            give bytes). Anything else, or an item that is not a pair, is a problem, not an
+            error.
 
     Returns:
         ``(ids, problems)``: the acceptable identifiers (``span_id`` is the caller's span) and
@@ -91,7 +116,7 @@ def parse_headers(headers: object) -> tuple[dict[str, str], list[str]]:
     ids: dict[str, str] = {}
     problems: list[str] = []
     correlation_header: str | None = None
-    for name, value in _header_items(headers):
+    for name, value in _header_items(headers, problems):
         if name == "traceparent":
             _parse_traceparent(value, ids, problems)
         elif name == "baggage":

@@ -6,6 +6,13 @@ For every HTTP request it reads ``traceparent``, ``baggage`` and ``X-Correlation
 duration). Works with FastAPI, Starlette or any ASGI 3 application::
 
     app.add_middleware(AgentLoggingMiddleware)
+
+The middleware sends the identifiers nowhere itself: the library's outbound hooks
+(:mod:`agent_logging.integrations.httpx`, :mod:`agent_logging.integrations.requests`) add them
+to requests for the hosts in ``propagate_hosts`` only (DESIGN §3: baggage leaks to third
+parties). They are not copied into OpenTelemetry baggage unless ``otel_baggage=True``:
+OpenTelemetry's propagator would send them with every request of every instrumented client,
+to any host.
 """
 
 from __future__ import annotations
@@ -39,6 +46,11 @@ class AgentLoggingMiddleware:
         app: the ASGI application.
         access_log: log one record per request (``event="request"``).
         quiet_paths: paths whose successful requests are not logged (health probes).
+        otel_baggage: also put the identifiers into OpenTelemetry baggage for the request.
+            OpenTelemetry's propagator then sends them wherever it propagates: with every
+            request of every OpenTelemetry-instrumented client, to any host, whatever
+            ``propagate_hosts`` says. Off by default; turn it on only if every host the
+            service calls through such clients may see them.
     """
 
     def __init__(
@@ -47,10 +59,12 @@ class AgentLoggingMiddleware:
         *,
         access_log: bool = True,
         quiet_paths: frozenset[str] | set[str] | tuple[str, ...] = ("/healthz", "/readyz"),
+        otel_baggage: bool = False,
     ) -> None:
         self.app = app
         self.access_log = access_log
         self.quiet_paths = frozenset(quiet_paths)
+        self.otel_baggage = otel_baggage
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -65,7 +79,11 @@ class AgentLoggingMiddleware:
             ids["trace_id"] = new_trace_id()
         ids["span_id"] = new_span_id()
         token = _context.set_ids({**_context.current(), **ids})
-        baggage_token = _otel.attach_baggage({k: ids[k] for k in IDENTIFIER_KEYS if k in ids})
+        baggage_token = (
+            _otel.attach_baggage({k: ids[k] for k in IDENTIFIER_KEYS if k in ids})
+            if self.otel_baggage
+            else None
+        )
         echo = ids["correlation_id"].encode("latin-1")
         status = 500
         response_started = False

@@ -78,6 +78,10 @@ def test_integer_identifiers_become_text() -> None:
     assert check_id("node_id", 17) == "17"
     with pytest.raises(InvalidIdentifierError):
         check_id("node_id", True)
+    # Past Python's limit on int-to-text digits (4,300): refused as too long, not a bare
+    # ValueError from str().
+    with pytest.raises(InvalidIdentifierError, match="is an integer longer than 256 digits"):
+        check_id("node_id", 10**5000)
 
 
 def test_minted_ids_are_valid_and_distinct() -> None:

@@ -3,13 +3,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
 import agent_logging
-from agent_logging.integrations.asgi import AgentLoggingMiddleware
+from agent_logging.integrations.asgi import AgentLoggingMiddleware, Receive, Scope, Send
 from agent_logging.integrations.httpx import async_event_hooks, event_hooks, instrument
 from tests.conftest import Captured
 from tests.servers import uvicorn_server
@@ -214,3 +215,53 @@ def test_identifiers_flow_across_a_real_http_hop_and_a_subprocess(tmp_path: Path
         r for r in by_service["inventory"] if r.get("path") == "/v1/nodes/reserve"
     )
     assert inventory_access["parent_span_id"] == requested["span_id"]
+
+
+def _baggage_seen_inside_a_request(middleware_options: dict[str, Any]) -> dict[str, Any]:
+    """What OpenTelemetry and the library would send from inside a request to the
+    middleware: OpenTelemetry's W3C baggage propagator's header (what any instrumented client
+    adds, for any host), the baggage entries, and ``agent_logging.headers()``."""
+    from opentelemetry import baggage
+    from opentelemetry.baggage.propagation import W3CBaggagePropagator
+
+    seen: dict[str, Any] = {}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        carrier: dict[str, str] = {}
+        W3CBaggagePropagator().inject(carrier)
+        seen["otel"] = carrier.get("baggage")
+        seen["entries"] = dict(baggage.get_all())
+        seen["ours"] = agent_logging.headers().get("baggage")
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    transport = httpx.ASGITransport(app=AgentLoggingMiddleware(app, **middleware_options))
+
+    async def call() -> None:
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            await client.get(
+                "/x", headers={"X-Correlation-ID": "c-1", "baggage": "allocation_id=a-9"}
+            )
+
+    asyncio.run(call())
+    seen["after"] = dict(baggage.get_all())
+    return seen
+
+
+def test_identifiers_stay_out_of_opentelemetry_baggage_by_default(captured: Capture) -> None:
+    captured()  # no propagate_hosts: nothing may carry the identifiers to any host
+    seen = _baggage_seen_inside_a_request({})
+    assert seen["otel"] is None
+    assert seen["entries"] == {}
+    # The library's own carrier still has them, for its hooks to send to allowed hosts.
+    assert seen["ours"] == "correlation_id=c-1,allocation_id=a-9"
+
+
+def test_otel_baggage_opts_in_to_opentelemetry_propagating_the_identifiers(
+    captured: Capture,
+) -> None:
+    captured()
+    seen = _baggage_seen_inside_a_request({"otel_baggage": True})
+    assert seen["otel"] == "correlation_id=c-1,allocation_id=a-9"
+    assert seen["entries"] == {"correlation_id": "c-1", "allocation_id": "a-9"}
+    assert seen["after"] == {}  # detached when the request ends
