@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from agent_logging._secrets import redact_text
 from agent_logging._types import OWNER_LAYERS
 from agent_logging.errors import ConfigurationError
 
@@ -51,7 +52,7 @@ __all__ = [
 #: The longest chain followed; a longer one (or a cycle) is cut, never an error.
 MAX_CHAIN: Final = 32
 
-#: Exception messages are cut to this many characters in :func:`error_info`.
+#: Exception messages are cut to this many characters in :func:`error_info`, once redacted.
 MAX_MESSAGE_CHARS: Final = 2048
 
 
@@ -357,14 +358,15 @@ def error_info(
 
     Returns:
         ``{"type", "message", "owner_layer", "chain"}``: ``type`` module-qualified
-        (``httpx.ConnectError``; builtins bare), ``message`` cut to 2048 characters, and
-        ``chain`` the ``{"type", "message"}`` of every exception, ``exc`` first and the
-        innermost cause last.
+        (``httpx.ConnectError``; builtins bare), ``message`` redacted (``redact_text``) and
+        then cut to 2048 characters, and ``chain`` the ``{"type", "message"}`` of every
+        exception, ``exc`` first and the innermost cause last.
     """
-    info: dict[str, object] = {
-        "type": _type_name(exc),
-        "message": _message(exc)[:MAX_MESSAGE_CHARS],
-    }
+    # exc is the chain's first link: its message is redacted once, for both places.
+    chain = [
+        {"type": _type_name(link), "message": _shown_message(link)} for link in exception_chain(exc)
+    ]
+    info: dict[str, object] = {"type": chain[0]["type"], "message": chain[0]["message"]}
     if owner_layer is None:
         info["owner_layer"] = classify(exc, rules)
     elif isinstance(owner_layer, str) and owner_layer in OWNER_LAYERS:
@@ -372,8 +374,11 @@ def error_info(
     else:
         info["owner_layer"] = "unknown"
         info["owner_layer_invalid"] = owner_layer
-    info["chain"] = [
-        {"type": _type_name(link), "message": _message(link)[:MAX_MESSAGE_CHARS]}
-        for link in exception_chain(exc)
-    ]
+    info["chain"] = chain
     return info
+
+
+def _shown_message(exc: BaseException) -> str:
+    """The message as a record shows it: redacted, then cut. Cut first, a secret split by
+    the cut (a URL's password without the "@" after it) would no longer be recognised."""
+    return redact_text(_message(exc))[:MAX_MESSAGE_CHARS]

@@ -21,6 +21,7 @@ from urllib.parse import quote, unquote
 
 from agent_logging import _environ
 from agent_logging._ids import problem
+from agent_logging._secrets import redact_text
 from agent_logging._types import IDENTIFIER_KEYS
 
 __all__ = [
@@ -132,15 +133,21 @@ def parse_headers(headers: object) -> tuple[dict[str, str], list[str]]:
     return ids, problems
 
 
+def _shown(value: str) -> str:
+    """A header value as a problem quotes it: redacted before it is cut to 80 characters, so
+    that a cut cannot leave part of a secret no pattern recognises any more."""
+    return repr(redact_text(value)[:80])
+
+
 def _parse_traceparent(value: str, ids: dict[str, str], problems: list[str]) -> None:
     match = _TRACEPARENT.fullmatch(value.strip())
     if match is None:
-        problems.append(f"traceparent header is malformed: {value[:80]!r}")
+        problems.append(f"traceparent header is malformed: {_shown(value)}")
         return
     version, trace_id, span_id, _flags, rest = match.groups()
     # Trace-context §3.2.2: version ff is invalid; version 00 has no trailing fields.
     if version == "ff" or (version == "00" and rest):
-        problems.append(f"traceparent header has an invalid version: {value[:80]!r}")
+        problems.append(f"traceparent header has an invalid version: {_shown(value)}")
         return
     for key, candidate in (("trace_id", trace_id), ("span_id", span_id)):
         reason = problem(key, candidate)

@@ -3,12 +3,13 @@
 DESIGN §4: authorization headers, passwords, tokens, private keys and cookies never leave the
 process. Two mechanisms, both conservative about what they keep:
 
-- by key: a field, dict key or ``key=value``/``key: value``/``"key": "value"`` pair in text
-  whose key names a secret (:func:`is_sensitive_key`, from ``_sensitive_keys``) loses its
-  whole value;
-- by shape: PEM private keys, credentials in URLs, JWTs, AWS access key ids, GitHub, GitLab,
-  Slack and Stripe tokens, and ``Bearer <token>`` are recognised wherever they appear
-  (:func:`redact_text`, from ``_secrets``, which also lists the known limits).
+- by key: a field, dict key, namedtuple field, the first item of a two-item tuple or list
+  (``(b"authorization", b"Basic ...")``: ASGI's and httpx's raw headers) or a
+  ``key=value``/``key: value``/``"key": "value"`` pair in text whose key names a secret
+  (:func:`is_sensitive_key`, from ``_sensitive_keys``) loses its whole value;
+- by shape: PEM private keys, credentials in URLs, JWTs, AWS access key ids, Google API keys,
+  GitHub, GitLab, Slack and Stripe tokens, and ``Bearer <token>`` are recognised wherever they
+  appear (:func:`redact_text`, from ``_secrets``, which also lists the known limits).
 
 What is kept is what makes the line useful: the key, the auth scheme, the URL's user and host.
 This module applies both mechanisms to values and records; the public names of the other two
@@ -19,11 +20,15 @@ and a dataclass become plain dicts, redacted as such, and any other object its r
 It runs on every log call (the whole call has ~5 µs), so it is built around a prefilter: a
 string is scanned only if it contains a trigger (``:``, ``=`` or one of a few token prefixes),
 clean strings up to 256 characters are remembered, which fields to look at is worked out once
-per record shape, and the identifier fields, validated when they were bound, are skipped.
-Measured with ``python -m timeit`` on the 2-core development VM (noisy; best of 9), for a
-record of a 60-character event, five identifiers and four small extra fields: 1.1 µs when its
-strings were seen before, 2.7 µs when the event and a path are new on every call, against
-0.56-1.3 µs for ``orjson.dumps`` of the same record in the same runs.
+per record shape, and the identifier fields, validated when they were bound or given at the
+call site, are skipped. ``trace_id`` and ``span_id`` are not: they are checked at the call
+site only when the call has one of the five identifiers too, so here a value that is not
+W3C-shaped (a secret passed by mistake, 80 KB that Loki would refuse the record for) is
+taken out of the record (:func:`agent_logging._processors.reject_trace_id`); one seen valid
+costs a dict lookup. Measured with ``python -m timeit`` on the 2-core development VM (noisy;
+best of 9), for a record of a 60-character event, five identifiers and four small extra
+fields: 1.1 µs when its strings were seen before, 2.7 µs when the event and a path are new on
+every call, against 0.56-1.3 µs for ``orjson.dumps`` of the same record in the same runs.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from typing import Any, Final
 from urllib.parse import ParseResult, ParseResultBytes, SplitResult, SplitResultBytes
 from uuid import UUID
 
+from agent_logging._ids import problem
+from agent_logging._processors import passed, reject_trace_id, remember_passed
 from agent_logging._secrets import (
     CLEAN_MAX_CHARS,
     REDACTED,
@@ -48,13 +55,19 @@ from agent_logging._secrets import (
     scan_unfiltered,
 )
 from agent_logging._sensitive_keys import is_sensitive_key
-from agent_logging._types import CONTEXT_KEYS, EventDict
+from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS, EventDict
 
 __all__ = ["REDACTED", "is_sensitive_key", "redact", "redact_text", "redact_value"]
 
 #: Keys whose values are never looked at: set by the library, or identifiers validated when
-#: bound (DESIGN §3). ``event`` is deliberately absent: it is the caller's free text.
-_SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *CONTEXT_KEYS})
+#: bound or given (DESIGN §3). ``event`` is deliberately absent: it is the caller's free text;
+#: so are the trace ids, which are checked (see the module docstring).
+_SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *IDENTIFIER_KEYS})
+
+# What a record shape's plan says of each field it looks at.
+_PLAIN: Final = 0  # redacted as text or value
+_SECRET: Final = 1  # under a sensitive key: redacted whole
+_TRACE_ID: Final = 2  # trace_id or span_id: checked
 
 #: Value types that cannot hold text.
 _SCALARS: Final = frozenset({int, float, bool})
@@ -72,7 +85,7 @@ _URL_PARTS: Final = (SplitResult, ParseResult, SplitResultBytes, ParseResultByte
 #: Deeper containers are replaced whole: fail closed, and cycles end.
 _MAX_DEPTH: Final = 32
 
-_PLANS: dict[tuple[Any, ...], tuple[tuple[Any, bool], ...]] = {}
+_PLANS: dict[tuple[Any, ...], tuple[tuple[Any, int], ...]] = {}
 _PLANS_SIZE: Final = 1024
 
 #: The scanners under the names they had here before ``_secrets`` was split off; the tests of
@@ -83,9 +96,11 @@ _scan, _scan_unfiltered = scan, scan_unfiltered
 def redact_value(value: object) -> object:
     """``value`` with secrets redacted, recursively through mappings, lists, tuples and sets.
 
-    Under a sensitive key (:func:`is_sensitive_key`: a mapping's key, a namedtuple's field)
-    the whole value becomes :data:`REDACTED`, whatever it is; strings (and UTF-8 bytes) go
-    through :func:`redact_text`, and so do string keys. Any other mapping (requests'
+    Under a sensitive key (:func:`is_sensitive_key`: a mapping's key, a namedtuple's field,
+    the first item, str or bytes, of a two-item tuple or list such as ``("password", "x")``
+    or ASGI's ``(b"authorization", b"Basic ...")``) the whole value becomes :data:`REDACTED`,
+    whatever it is; strings (and UTF-8 bytes) go through :func:`redact_text`, and so do
+    string keys. Any other mapping (requests'
     ``CaseInsensitiveDict``, ``MappingProxyType``) and a dataclass instance become a plain
     dict, redacted the same way; a ``urlsplit``/``urlparse`` result loses the password of its
     netloc; an exception becomes the text ``traceback`` ends with (``RuntimeError: message``)
@@ -200,9 +215,12 @@ def _redact_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> object:
             value = _without_password(value)
         # A namedtuple's fields are keys: Credentials(user="bob", password="hunter2").
         names = _field_names(value)
+    # A (name, value) pair is a mapping's item: ASGI's scope["headers"] and httpx's
+    # Headers.raw are lists of them, (b"authorization", b"Basic ..."), as is dict.items().
+    pair = len(value) == 2 and _names_a_secret(value[0])
     items: list[Any] | None = None
     for index, item in enumerate(value):
-        if index < len(names) and is_sensitive_key(names[index]):
+        if (index == 1 and pair) or (index < len(names) and is_sensitive_key(names[index])):
             new = _redacted(item)
         else:
             new = _redact_value(item, depth + 1)
@@ -216,6 +234,15 @@ def _redact_sequence(value: list[Any] | tuple[Any, ...], depth: int) -> object:
         return items
     make: Callable[[list[Any]], object] | None = getattr(type(value), "_make", None)
     return make(items) if make is not None else tuple(items)
+
+
+def _names_a_secret(name: object) -> bool:
+    """Whether the first item of a pair is a sensitive key, as text or as (ASCII) bytes."""
+    if isinstance(name, str):
+        return is_sensitive_key(name)
+    if isinstance(name, bytes | bytearray):
+        return is_sensitive_key(bytes(name).decode("latin-1"))
+    return False
 
 
 def _field_names(value: object) -> tuple[str, ...]:
@@ -253,12 +280,14 @@ def _text(value: object) -> str:
         return f"<unprintable {type(value).__name__} object>"
 
 
-def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, bool], ...]:
-    """The fields of a record shape to look at, and whether each is a secret's."""
-    plan = tuple(
-        (key, isinstance(key, str) and is_sensitive_key(key))
+def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
+    """The fields of a record shape to look at and what each is: the trace ids first (a
+    rejected one changes the record's shape), then the others, a secret's or plain."""
+    traces = tuple((key, _TRACE_ID) for key in keys if key in TRACE_KEYS)
+    plan = traces + tuple(
+        (key, _SECRET if isinstance(key, str) and is_sensitive_key(key) else _PLAIN)
         for key in keys
-        if key not in _SKIP_KEYS
+        if key not in _SKIP_KEYS and key not in TRACE_KEYS
     )
     if len(_PLANS) >= _PLANS_SIZE:
         _PLANS.clear()
@@ -270,8 +299,9 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     """structlog processor: redact the record in place; it must run last before rendering.
 
     Looks at every field except ``ts``, ``level``, ``service``, ``layer``, ``env`` and the
-    identifiers, including ``event``, the nested ``error`` dict (message, chain, stack) and a
-    pre-formatted ``exception``/``stack`` string.
+    five identifiers, including ``event``, the nested ``error`` dict (message, chain, stack)
+    and a pre-formatted ``exception``/``stack`` string. A ``trace_id``/``span_id`` that is not
+    W3C-shaped is moved to ``rejected_ids`` (the bound one, if any, takes its place).
 
     Args:
         logger: unused (structlog's processor signature).
@@ -287,11 +317,21 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     plan = _PLANS.get(keys)
     if plan is None:
         plan = _plan(keys)
-    for key, sensitive in plan:
+    for key, kind in plan:
         value = event_dict[key]
-        if sensitive:
-            if not (type(value) is str and value == REDACTED):
-                event_dict[key] = REDACTED
+        if kind:
+            if kind == _SECRET:
+                if not (type(value) is str and value == REDACTED):
+                    event_dict[key] = REDACTED
+            elif not (type(value) is str and passed.get(value) == key):
+                reason = problem(key, value)
+                if reason is not None:
+                    # The trace ids come first in the plan: nothing else was looked at yet.
+                    # The record has a new shape (rejected_ids, perhaps rejected_ids_field),
+                    # and the value that replaced this one (a bound id) passed the check.
+                    reject_trace_id(event_dict, key, value, reason)
+                    return redact(logger, method_name, event_dict)
+                remember_passed(key, value)
         elif type(value) is str:
             # redact_text(), inlined: this is the common case on the hot path.
             size = len(value)

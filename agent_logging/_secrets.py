@@ -7,8 +7,11 @@ in, the same object out when nothing was redacted). ``_redact`` applies it to va
 records; which keys name a secret is ``_sensitive_keys``'s to say.
 
 Recognised wherever they appear: PEM private keys, credentials in URLs, JWTs, AWS access key
-ids, GitHub, GitLab, Slack and Stripe tokens, ``Bearer <token>``, and the value of a
-``key=value``/``key: value``/``"key": "value"`` pair whose key is sensitive. What is kept is
+ids, Google API keys, GitHub, GitLab, Slack and Stripe tokens, ``Bearer <token>``, the value of
+a ``key=value``/``key: value``/``"key": "value"`` pair whose key is sensitive (a bytes literal,
+``b'...'``, whole), the value of a ``key=`` URL query parameter (Google's API keys), and the
+value of a two-item tuple or list written out as text, ``('password', 'x')`` or
+``[(b'authorization', b'Basic ...')]`` (ASGI's and httpx's raw headers). What is kept is
 what makes the line useful: the key, the auth scheme of an ``Authorization`` value, the URL's
 user and host. The value of any other sensitive key is redacted whole, with the credential
 that follows an auth scheme in it: ``X-Auth-Token: Bearer abc`` becomes
@@ -23,8 +26,9 @@ Known limits (a log line is text, not a parsed document): a value is cut at whit
 ``& , ;`` unless quoted (an auth scheme that starts it is taken with the word after it), so an
 unquoted password holding those characters is redacted only up to them; ``token: expired``
 loses ``expired``; ``Bearer`` outside a header is redacted only when followed by at least 16
-token characters, so ``Bearer of bad news`` is kept; ``--password hunter2`` (space, no ``=``)
-and XML elements are not recognised.
+token characters, so ``Bearer of bad news`` is kept; ``--password hunter2`` (space, no ``=``),
+XML elements and a pair whose items are escaped quotes (``[\\"token\\", \\"x\\"]``, JSON
+inside a JSON string) are not recognised.
 """
 
 from __future__ import annotations
@@ -91,7 +95,21 @@ _SHAPES_RE: Final = re.compile(
     r"|xox(?<![A-Za-z0-9_-]xox)[abposre]-[A-Za-z0-9-]{10,}+"  # Slack
     r"|sk_(?<![A-Za-z0-9_]sk_)(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe secret keys
     r"|rk_(?<![A-Za-z0-9_]rk_)(?:live|test)_[A-Za-z0-9]{16,}+"  # and restricted keys
+    r"|AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"  # Google API keys
 )
+# A two-item tuple or list as Python's repr or JSON writes it, up to its value's opening quote:
+# ('password', 'x'), (b'authorization', b'Basic x'), ["Cookie", "a=1"]. The value's end, and
+# the bracket that must close the pair right after it, are found by _pair_spans.
+_PAIR_RE: Final = re.compile(
+    r"(?P<open>[(\[])[ \t]*b?(?P<q>['\"])(?P<key>[A-Za-z0-9_.-]{1,128})(?P=q)[ \t]*,[ \t]*"
+    r"b?(?P<vq>['\"])"
+)
+_CLOSERS: Final = {"(": ")", "[": "]"}
+# A Python bytes literal as a value ({'password': b'x'}, bytearray(b'x')): its quotes hold it.
+_BYTES_LITERALS: Final = ("b'", 'b"', "bytearray(b'", 'bytearray(b"')
+# The key of a URL query parameter that holds a credential though the name alone is too
+# common to be a sensitive key anywhere (Google's ?key=AIza...).
+_QUERY_KEYS: Final = frozenset({"key"})
 _BARE_VALUE: Final = re.compile(r"[^\s\"'&,;]+")
 _QUOTED: Final = {q: re.compile(rf"{q}(?:[^{q}\\]|\\.)*{q}", re.DOTALL) for q in "\"'"}
 _LINE_REST: Final = re.compile(r"(?:[^\r\n\\]|\\(?![rn]))*")
@@ -162,13 +180,16 @@ def scan(text: str) -> str:
         text = _pem_pass(text)
     if colon and "@" in text and "://" in text:
         text = _url_pass(text)
-    if (colon or "=" in text) and has_key_word(text.lower()):
+    pairs = "," in text and ("'" in text or '"' in text)
+    if (colon or pairs or "=" in text) and has_key_word(text.lower()):
         text = _apply(text, _kv_spans(text))
+        if pairs:
+            text = _apply(text, _pair_spans(text))
     if "earer" in text:
         text = _bearer_pass(text)
     if (
         ("J" in text and "eyJ" in text)
-        or ("I" in text and "IA" in text)
+        or ("I" in text and ("IA" in text or "AIza" in text))
         or (
             "_" in text
             and ("gh" in text or "_pat_" in text or "k_live_" in text or "k_test_" in text)
@@ -190,6 +211,7 @@ def scan_unfiltered(text: str) -> str:
     """
     text = _url_pass(_pem_pass(text))
     text = _apply(text, _kv_spans(text, unfiltered=True))
+    text = _apply(text, _pair_spans(text))
     return _sub(_SHAPES_RE, REDACTED, _bearer_pass(text))
 
 
@@ -269,15 +291,48 @@ def _kv_spans(text: str, *, unfiltered: bool = False) -> list[Span]:
         # Every sensitive key holds a key word (see _sensitive_keys): a cheap first test.
         if not (unfiltered or has_key_word(key.lower())):
             continue
-        if not is_sensitive_key(key):
-            continue
         key_start = window_start + len(head) - len(key)
+        if not is_sensitive_key(key) and not _query_key(text, key, key_start, text[at]):
+            continue
         # "Authorization: Bearer x" quoted whole (nginx's debug log): the quote ends the value.
         wrapper = text[key_start - 1] if key_start and not quoted_key else ""
         span = _kv_value(text, key, key_start, text[at], sep.end(), wrapper)
         if span is not None:
             spans.append(span)
             pos = span[1]
+    return spans
+
+
+def _query_key(text: str, key: str, key_start: int, sep: str) -> bool:
+    """Whether ``key`` is a URL query parameter (``?key=``, ``&key=``) that holds a secret."""
+    return (
+        sep == "=" and key_start > 0 and text[key_start - 1] in "?&" and key.lower() in _QUERY_KEYS
+    )
+
+
+def _pair_spans(text: str) -> list[Span]:
+    """The value of each two-item tuple or list in ``text`` whose first item is a sensitive
+    key: ``('password', 'x')`` becomes ``('password', '[REDACTED]')``; an authorization value
+    keeps its scheme, as in ``Authorization: Basic [REDACTED]``."""
+    spans: list[Span] = []
+    for pair in _PAIR_RE.finditer(text):
+        if spans and pair.start() < spans[-1][1]:
+            continue
+        key = pair.group("key")
+        if not is_sensitive_key(key):
+            continue
+        value = _QUOTED[pair.group("vq")].match(text, pair.start("vq"))
+        if value is None:
+            continue
+        close = value.end()
+        while close < len(text) and text[close] in " \t":
+            close += 1
+        if not text.startswith(_CLOSERS[pair.group("open")], close):
+            continue  # a longer sequence: ('token', 'x', 'y') is not a pair
+        normalised = key.lower().replace("-", "").replace("_", "").replace(".", "")
+        inner = _after_scheme(text, value.start() + 1, value.end() - 1, normalised)
+        if value.end() - 1 > inner:
+            spans.append((inner, value.end() - 1, REDACTED))
     return spans
 
 
@@ -293,6 +348,11 @@ def _kv_value(
     # Only compared with _HEADER_KEYS and "authorization": case and separators matter not.
     normalised = key.lower().replace("-", "").replace("_", "").replace(".", "")
     first = text[start]
+    if first == "b" and text.startswith(_BYTES_LITERALS, start):
+        # {'password': b'x'}: the quotes after the prefix hold the value, as a str's do; taken
+        # as a bare value, it would end at the quote after "b" and keep the secret.
+        start += 1 if text[start + 1] in "'\"" else len("bytearray(b")
+        first = text[start]
     if text.startswith(('\\"', "\\'"), start):  # JSON inside a JSON string: \"key\": \"v\"
         inner = start + 2
         close = text.find(text[start:inner], inner)

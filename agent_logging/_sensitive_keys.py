@@ -37,11 +37,12 @@ _SUFFIXES: Final = (
     "creds", "signature",
 )  # fmt: skip
 #: ... or is one of these (too short to be safe as suffixes: bypass, oldpwd) ...
-_LAST_WORDS: Final = frozenset({"auth", "pass", "pwd", "sig"})
+_LAST_WORDS: Final = frozenset({"auth", "pass", "pwd", "sig", "jwt"})
 #: ... or it is one of these last words after a word ending as listed (api_key, XApiKey) ...
 _COMPOUNDS: Final = {
     "key": (
         "api", "access", "private", "secret", "signing", "encryption", "hmac", "master", "tls",
+        "account", "client", "ssh",  # Azure's AccountKey, a TLS client's key, ssh_key
     ),
     "id": ("session",),
     "phrase": ("pass",),
@@ -58,7 +59,7 @@ _COPY_WORDS: Final = frozenset(
         "retyped", "reenter", "reentered", "verify", "verification", "new", "old", "current",
         "previous", "prev", "orig", "original", "plain", "plaintext", "cleartext", "raw",
         "value", "val", "input", "hash", "hashed", "encrypted", "enc", "encoded", "b64",
-        "base64",
+        "base64", "pem", "der",
     }
 )  # fmt: skip
 #: A word ending with one of these names a password wherever it stands in the key ...
@@ -117,7 +118,8 @@ def is_sensitive_key(key: str) -> bool:
     ``client_secret``, ``access_token``, ``api_key``, ``aws_secret_access_key``,
     ``private_key``, ``authorization``, ``set-cookie``, ``session``, ``sessionid``,
     ``credentials``, ``ansible_become_pass``, ``pwd``, ``auth`` (docker's config.json),
-    ``client-key-data`` (kubeconfig), ``password_confirmation``, ``passwordConfirm``,
+    ``client-key-data`` (kubeconfig), ``AccountKey`` (Azure), ``client_key``, ``ssh_key``,
+    ``private_key_pem``, ``jwt``, ``password_confirmation``, ``passwordConfirm``,
     ``password2``, ``PASSWORD_DB``, ``api_key_new``. Not sensitive: ``task``,
     ``token_count``, ``max_tokens``, ``tokenizer``, ``key_id``, ``cache_key``,
     ``idempotency_key``, ``passed``, ``bypass``, ``oldpwd``, ``secretary``, ``secret_name``,
@@ -159,4 +161,5 @@ def has_key_word(lowered: str) -> bool:
         or "cred" in lowered
         or "sess" in lowered
         or "sig" in lowered
+        or "jwt" in lowered
     )

@@ -368,6 +368,40 @@ def test_error_info_cuts_long_messages() -> None:
     assert info["chain"] == [{"type": "ValueError", "message": "x" * 2048}]
 
 
+_URL = "postgres://app:hunter2"  # 22 characters; "@db.internal:5432/app failed" follows
+_GITHUB = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (  # cut between the password and its "@": cut first, no URL credentials were seen
+            "x" * 2026 + _URL + "@db.internal:5432/app failed",
+            "x" * 2026 + "postgres://app:[REDACT",
+        ),
+        (
+            "x" * 2000 + _URL + "@db.internal:5432/app failed",
+            "x" * 2000 + "postgres://app:[REDACTED]@db.internal:5432/app f",
+        ),
+        ("x" * 2030 + "token " + _GITHUB, "x" * 2030 + "token [REDACTED]"),
+        (  # a token cut short no longer has the shape it is recognised by
+            "x" * 2025 + "auth Bearer abcdefghijklmnop0123 failed",
+            "x" * 2025 + "auth Bearer [REDACTED] ",
+        ),
+        ("password=hunter2 " + "x" * 3000, "password=[REDACTED] " + "x" * 2028),
+    ],
+    ids=["URL cut at the @", "URL kept whole", "GitHub token", "Bearer token", "key=value"],
+)
+def test_error_info_redacts_messages_before_cutting_them(message: str, expected: str) -> None:
+    exc = _wrapped(lambda: ConnectionError(message), ValueError(message))
+    info = error_info(exc)
+    assert info["message"] == expected
+    assert info["chain"] == [
+        {"type": "ConnectionError", "message": expected},
+        {"type": "ValueError", "message": expected},
+    ]
+
+
 class _Hostile(Exception):
     """An exception whose every accessor fails: classification must survive it."""
 

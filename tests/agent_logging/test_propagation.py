@@ -85,6 +85,12 @@ def test_baggage_correlation_id_wins_over_the_plain_header() -> None:
         ),
         ({"baggage": "a=" + "x" * 9000}, "baggage header is over 8192 bytes; ignored"),
         (
+            # Redacted before it is cut to 80 characters: cut first, the secret's tail would
+            # no longer follow its key and be kept.
+            {"traceparent": "x" * 60 + " password=hunter2secret"},
+            f"traceparent header is malformed: '{'x' * 60} password=[REDACTED]'",
+        ),
+        (
             {"baggage": "correlation_id=%ff"},
             "baggage header: correlation_id holds '\ufffd' (U+FFFD) at position 0; allowed: "
             "ASCII letters, digits and . _ : / @ + ~ -",

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import logging
 import re
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 import agent_logging
 from agent_logging import _pipeline
+from agent_logging._processors import MAX_STACK_CHARS
 from tests.conftest import Captured
 
 Capture = Callable[..., Captured]
@@ -243,6 +247,204 @@ def test_odd_values_render_and_huge_records_are_cut_not_lost(captured: Capture) 
     assert record["allocation_id"] == "a-9"
     assert record["truncated"]["fields"] == {"dump": 400_000}
     assert record["dump"].endswith("...[truncated 398976 chars]")
+
+
+def test_a_huge_record_is_cut_after_redaction(captured: Capture) -> None:
+    # The cut that keeps an oversized record (render, after redaction) splits the URL from
+    # its "@": cut first, the password would no longer be recognised.
+    sink = captured()
+    url = "postgres://app:hunter2"
+    dump = "x" * (1024 - len(url)) + url + "@db/x " + "y" * 400_000
+    agent_logging.get_logger().info("huge", dump=dump)
+    record = sink.last()
+    assert record["dump"] == "x" * 1002 + "postgres://app:[REDACT...[truncated 400009 chars]"
+    assert b"hunter2" not in sink.lines[-1]
+
+
+def _private_key_pem(kind: str) -> str:
+    """A new private key, as a deploy step that failed to parse one would print it."""
+    if kind == "rsa":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+    ec_key = ec.generate_private_key(ec.SECP384R1())
+    return ec_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+def _key_error(pem: str, pad: int) -> BaseException:
+    """A failure to parse ``pem`` wrapped in an error whose message is ``pad`` long."""
+    try:
+        try:
+            raise ValueError(f"cannot parse key material: {pem}")
+        except ValueError as cause:
+            raise RuntimeError("provisioning failed: " + "x" * pad) from cause
+    except RuntimeError as exc:
+        return exc
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("kind", ["rsa", "ec"])
+def test_a_private_key_the_stack_limit_cuts_through_is_redacted(
+    captured: Capture, kind: str
+) -> None:
+    # error.stack keeps the last 8192 characters. The inner exception, holding the key, is
+    # printed first: the outer one's message is padded so that the cut falls in the middle of
+    # the key, below its BEGIN line, where its base64 lines are no longer recognisable.
+    pem = _private_key_pem(kind)
+    body = [line for line in pem.splitlines() if line and not line.startswith("-----")]
+    stack = "".join(traceback.format_exception(_key_error(pem, 0)))
+    middle = (stack.index("-----BEGIN") + stack.index("-----END")) // 2
+    exc = _key_error(pem, middle + MAX_STACK_CHARS - len(stack))
+    stack = "".join(traceback.format_exception(exc))
+    assert stack.index("-----BEGIN") < len(stack) - MAX_STACK_CHARS < stack.index("-----END")
+    sink = captured()
+    agent_logging.get_logger().error("provisioning failed", exc_info=exc)
+    line = sink.lines[-1].decode()
+    assert [key_line for key_line in body if key_line in line] == []
+    error = sink.last()["error"]
+    assert "[REDACTED PRIVATE KEY]" in error["stack"]
+    assert error["chain"][1]["message"] == "cannot parse key material: [REDACTED PRIVATE KEY]\n"
+
+
+def test_an_exception_message_cut_between_a_password_and_its_at_is_redacted(
+    captured: Capture,
+) -> None:
+    sink = captured()
+    url = "postgres://app:hunter2"
+    message = "x" * (2048 - len(url)) + url + "@db.internal:5432/app failed"
+    try:
+        try:
+            raise ValueError(message)
+        except ValueError as cause:
+            raise ConnectionError(message) from cause
+    except ConnectionError:
+        agent_logging.get_logger().exception("db")
+    error = sink.last()["error"]
+    shown = "x" * 2026 + "postgres://app:[REDACT"
+    assert error["message"] == shown
+    assert [link["message"] for link in error["chain"]] == [shown, shown]
+    assert error["stack"].endswith("postgres://app:[REDACTED]@db.internal:5432/app failed\n")
+    assert b"hunter2" not in sink.lines[-1]
+
+
+def test_values_kept_in_part_are_redacted_before_they_are_cut(captured: Capture) -> None:
+    # An invalid owner layer is kept to 100 characters, a rejected identifier to 300 (its
+    # repr, which adds a quote before it): both cuts fall between a password and its "@".
+    sink = captured()
+    log = agent_logging.get_logger()
+    url = "postgres://app:hunter2"
+    log.error("release failed", owner_layer="x" * 78 + url + "@db/x")
+    assert sink.last()["error"]["owner_layer_invalid"] == "x" * 78 + "postgres://app:[REDACT"
+    log.info("claimed", allocation_id="x" * 277 + url + "@db/x")
+    rejected = sink.last()["rejected_ids"]["allocation_id"]
+    assert rejected["value"] == "'" + "x" * 277 + "postgres://app:[REDACT"
+    assert rejected["reason"] == "is 304 characters long; at most 256 are allowed"
+    assert b"hunter2" not in b"".join(sink.lines)
+
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN_ID = "00f067aa0ba902b7"
+
+
+@pytest.mark.parametrize("how", ["call", "bind", "extra"])
+@pytest.mark.parametrize(
+    ("fields", "rejected"),
+    [
+        ({"trace_id": "password=hunter2", "span_id": "x"}, ["trace_id", "span_id"]),
+        ({"trace_id": "ab" * 40_000}, ["trace_id"]),
+        ({"trace_id": TRACE_ID.upper(), "span_id": SPAN_ID}, ["trace_id"]),
+        ({"trace_id": TRACE_ID, "span_id": SPAN_ID.upper()}, ["span_id"]),
+        ({"trace_id": "0" * 32, "span_id": "0" * 16}, ["trace_id", "span_id"]),
+        ({"trace_id": TRACE_ID, "span_id": SPAN_ID}, []),
+        # With one of the five identifiers, checked before the bound ids are merged in.
+        ({"trace_id": "token=hunter2", "node_id": "n-1"}, ["trace_id"]),
+    ],
+    ids=["hostile", "too long", "upper-case", "upper-case span", "all zeros", "valid", "with id"],
+)
+def test_call_site_trace_ids_must_be_w3c_trace_context(
+    captured: Capture, fields: dict[str, str], rejected: list[str], how: str
+) -> None:
+    sink = captured()
+    if how == "call":
+        agent_logging.get_logger().info("hello", **fields)
+    elif how == "bind":
+        agent_logging.get_logger().bind(**fields).info("hello")
+    else:
+        logging.getLogger("lib").warning("hello", extra=fields)
+    record = sink.last()
+    assert sorted(record.get("rejected_ids", {})) == sorted(rejected)
+    for key, value in fields.items():
+        if key in rejected:
+            assert key not in record
+            assert record["rejected_ids"][key]["reason"].endswith(
+                "not all zero (W3C trace-context)"
+            )
+            assert len(record["rejected_ids"][key]["value"]) <= 300
+        else:
+            assert record[key] == value
+    assert b"hunter2" not in sink.lines[-1]
+    assert len(sink.lines[-1]) < 2048  # 80 KB of trace id made Loki refuse the whole record
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    ("fields", "key", "shown", "reason"),
+    [
+        (
+            {"node_id": 10**5000},  # past int's str() limit: the whole record was lost
+            "node_id",
+            "<unrepresentable int object>",
+            "is an integer longer than 256 digits",
+        ),
+        (
+            {"trace_id": _NoRepr()},
+            "trace_id",
+            "<unrepresentable _NoRepr object>",
+            "must be a string, got _NoRepr",
+        ),
+    ],
+    ids=["huge int", "broken repr"],
+)
+def test_a_call_site_value_that_cannot_be_shown_is_rejected_not_lost(
+    captured: Capture, fields: dict[str, object], key: str, shown: str, reason: str
+) -> None:
+    sink = captured()
+    agent_logging.get_logger().info("claimed", **fields)
+    assert sink.last()["rejected_ids"] == {key: {"value": shown, "reason": reason}}
+    assert agent_logging.health()["failures"] == 0
+
+
+def test_a_rejected_trace_id_gives_way_to_the_bound_one_and_a_span_wins(
+    captured: Capture,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    sink = captured()
+    log = agent_logging.get_logger()
+    with agent_logging.bound(trace_id=TRACE_ID, span_id=SPAN_ID):
+        log.info("bound", trace_id="password=hunter2")
+    with TracerProvider().get_tracer("test").start_as_current_span("claim") as span:
+        log.info("span", trace_id="password=hunter2", span_id="x")
+        context = span.get_span_context()
+    bound, spanned = sink.records
+    assert (bound["trace_id"], bound["span_id"]) == (TRACE_ID, SPAN_ID)
+    assert bound["rejected_ids"]["trace_id"]["value"] == "'password=[REDACTED]'"
+    assert (spanned["trace_id"], spanned["span_id"]) == (
+        f"{context.trace_id:032x}",
+        f"{context.span_id:016x}",
+    )
+    assert b"hunter2" not in b"".join(sink.lines)
 
 
 class _Broken:

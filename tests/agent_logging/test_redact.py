@@ -13,12 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import ParseResultBytes, SplitResult, urlparse, urlsplit
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from requests.structures import CaseInsensitiveDict
 
 import agent_logging
+from agent_logging import _context
 from agent_logging._redact import (
     REDACTED,
     _scan,
@@ -109,6 +111,34 @@ def test_harmless_corpus_comes_through_as_the_same_object(
         ("password=", "password="),
         ("password:\n  nested: 1", "password:\n  nested: 1"),
         ("auth => 'abc'", "auth => '[REDACTED]'"),
+        # A bytes literal is a quoted value: its quotes hold the whole secret.
+        (str({"password": b"hunter2"}), "{'password': b'[REDACTED]'}"),
+        ('{"token": b"t0k3n\\"x"}', '{"token": b"[REDACTED]"}'),
+        ("{'password': bytearray(b'hunter2')}", "{'password': bytearray(b'[REDACTED]')}"),
+        ("password=b'hunter2' user=bob", "password=b'[REDACTED]' user=bob"),
+        # Two-item tuples and lists: ASGI's and httpx's raw headers, dict.items().
+        (
+            str([(b"authorization", b"Basic dXNlcjpwYXNz")]),
+            "[(b'authorization', b'Basic [REDACTED]')]",
+        ),
+        (
+            str([(b"host", b"api"), (b"cookie", b"session=abc; csrftoken=zzz")]),
+            "[(b'host', b'api'), (b'cookie', b'[REDACTED]')]",
+        ),
+        (str(("password", "hunter2")), "('password', '[REDACTED]')"),
+        (
+            '[["X-Api-Key", "k1"], ["Accept", "*/*"]]',
+            '[["X-Api-Key", "[REDACTED]"], ["Accept", "*/*"]]',
+        ),
+        (
+            "(b'PROXY-AUTHORIZATION' , b'Basic cHJveHk6cA==' )",
+            "(b'PROXY-AUTHORIZATION' , b'Basic [REDACTED]' )",
+        ),
+        # Google API keys: as a URL's key= parameter, and by their shape anywhere (more of
+        # both, and Azure's connection strings, in the corpus).
+        ("/v1/x?key=k3y-value&x=1", "/v1/x?key=[REDACTED]&x=1"),
+        ("got AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "got [REDACTED]"),
+        ("AccountKey=bXlrZXk=;EndpointSuffix=x", "AccountKey=[REDACTED];EndpointSuffix=x"),
     ],
 )
 def test_text_patterns_keep_the_non_secret_part(text: str, expected: str) -> None:
@@ -235,6 +265,22 @@ def test_an_exception_message_loses_the_credential_after_its_scheme(captured: Ca
         "secret_value",
         "token_b64",
         "session_2",
+        # Common names of secrets that were missed once.
+        "AccountKey",
+        "account_key",
+        "SharedAccessKey",
+        "client_key",
+        "clientKey",
+        "ssh_key",
+        "SSH_KEY",
+        "private_key_pem",
+        "tls_key_pem",
+        "jwt",
+        "JWT",
+        "id_token",
+        "x-api-key",
+        "proxy-authorization",
+        "set-cookie",
     ],
 )
 def test_sensitive_keys(key: str) -> None:
@@ -294,6 +340,13 @@ def test_sensitive_keys(key: str) -> None:
         "oauth2",
         "sha256",
         "2",
+        "public_key_pem",
+        "cert_pem",
+        "account_id",
+        "client_id",
+        "ssh_key_path",
+        "jwt_expiry",
+        "key_pem",
     ],
 )
 def test_keys_that_are_not_sensitive(key: str) -> None:
@@ -317,6 +370,49 @@ def test_keys_that_are_not_sensitive(key: str) -> None:
 )
 def test_redact_value_redacts_password_fields_by_any_name(value: object, expected: object) -> None:
     assert redact_value(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (  # ASGI scope["headers"]
+            [(b"host", b"api"), (b"authorization", b"Basic dXNlcjpwYXNz"), (b"cookie", b"a=1")],
+            [(b"host", b"api"), (b"authorization", REDACTED), (b"cookie", REDACTED)],
+        ),
+        (
+            httpx.Headers({"Authorization": "Basic dXNlcjpwYXNz", "Accept": "*/*"}).raw,
+            [(b"Authorization", REDACTED), (b"Accept", b"*/*")],
+        ),
+        (("password", "hunter2"), ("password", REDACTED)),
+        (["X-API-KEY", "k1"], ["X-API-KEY", REDACTED]),
+        ((bytearray(b"Set-Cookie"), b"sid=1"), (bytearray(b"Set-Cookie"), REDACTED)),
+        (list({"token": "t0k3n", "user": "bob"}.items()), [("token", REDACTED), ("user", "bob")]),
+        (("password", REDACTED), ("password", REDACTED)),
+    ],
+    ids=["ASGI headers", "httpx Headers.raw", "tuple", "list", "bytearray name", "items()", "done"],
+)
+def test_redact_value_redacts_the_value_of_a_pair_named_for_a_secret(
+    value: object, expected: object
+) -> None:
+    redacted = redact_value(value)
+    assert redacted == expected
+    assert type(redacted) is type(expected)
+    assert redact_value(redacted) == redacted
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ("host", "api"),
+        [b"accept", b"*/*"],
+        ("password", "x", "y"),  # not a pair
+        ("token",),
+        (1, "password"),
+        ("token_count", 512),
+    ],
+)
+def test_redact_value_keeps_pairs_and_sequences_not_named_for_a_secret(value: object) -> None:
+    assert redact_value(value) is value
 
 
 def test_redact_value_walks_nested_structures() -> None:
@@ -590,9 +686,99 @@ def test_processor_redacts_a_full_record_in_place() -> None:
 def test_processor_leaves_library_fields_and_identifiers_alone() -> None:
     # Their values were set by the library or validated when bound; scanning them would cost
     # every call. A value that would be redacted anywhere else shows that they are skipped.
-    record = {"ts": "token=x", "level": "token=x", "service": "token=x", "trace_id": "token=x"}
+    record = {"ts": "token=x", "level": "token=x", "service": "token=x", "node_id": "token=x"}
     expected = dict(record)
     assert redact(None, "info", record) == expected
+
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN_ID = "00f067aa0ba902b7"
+_TRACE_REASON = "must be 32 lower-case hex digits, not all zero (W3C trace-context)"
+_SPAN_REASON = "must be 16 lower-case hex digits, not all zero (W3C trace-context)"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shown", "reason"),
+    [
+        ("trace_id", "password=hunter2", "'password=[REDACTED]'", _TRACE_REASON),
+        ("trace_id", "ab" * 40_000, "'" + "ab" * 149 + "a", _TRACE_REASON),
+        ("trace_id", TRACE_ID.upper(), f"'{TRACE_ID.upper()}'", _TRACE_REASON),
+        ("trace_id", "0" * 32, f"'{'0' * 32}'", _TRACE_REASON),
+        ("trace_id", TRACE_ID[:-1], f"'{TRACE_ID[:-1]}'", _TRACE_REASON),
+        ("trace_id", {"password": "p"}, "{'password': '[REDACTED]'}", "must be a string, got dict"),
+        ("span_id", "token=t0k3n", "'token=[REDACTED]'", _SPAN_REASON),
+        ("span_id", SPAN_ID.upper(), f"'{SPAN_ID.upper()}'", _SPAN_REASON),
+        ("span_id", "0" * 16, f"'{'0' * 16}'", _SPAN_REASON),
+        ("span_id", TRACE_ID, f"'{TRACE_ID}'", _SPAN_REASON),
+        ("span_id", 7, "7", "must be a string, got int"),
+    ],
+    ids=[
+        "hostile",
+        "too long",
+        "upper-case",
+        "all zeros",
+        "too short",
+        "not text",
+        "hostile span",
+        "upper-case span",
+        "all-zero span",
+        "a trace id as span",
+        "int span",
+    ],
+)
+def test_processor_moves_a_trace_id_that_is_not_w3c_to_rejected_ids(
+    key: str, value: object, shown: str, reason: str
+) -> None:
+    record = {"ts": "t", "event": "hello", key: value, "user": "password=x"}
+    redact(None, "info", record)
+    assert record == {
+        "ts": "t",
+        "event": "hello",
+        "user": "password=[REDACTED]",
+        "rejected_ids": {key: {"value": shown, "reason": reason}},
+    }
+
+
+def test_processor_keeps_w3c_trace_ids() -> None:
+    record = {"event": "hello", "trace_id": TRACE_ID, "span_id": SPAN_ID}
+    assert redact(None, "info", record) == {
+        "event": "hello",
+        "trace_id": TRACE_ID,
+        "span_id": SPAN_ID,
+    }
+
+
+def test_processor_remembers_which_key_a_trace_id_was_valid_for() -> None:
+    # Values seen valid are remembered: a trace id is no span id, nor the other way round.
+    assert redact(None, "info", {"trace_id": TRACE_ID, "span_id": SPAN_ID})["span_id"] == SPAN_ID
+    record = redact(None, "info", {"trace_id": SPAN_ID, "span_id": TRACE_ID})
+    assert record == {
+        "rejected_ids": {
+            "trace_id": {"value": f"'{SPAN_ID}'", "reason": _TRACE_REASON},
+            "span_id": {"value": f"'{TRACE_ID}'", "reason": _SPAN_REASON},
+        }
+    }
+
+
+def test_processor_puts_the_bound_trace_id_in_place_of_a_rejected_one() -> None:
+    token = _context.set_ids({"trace_id": TRACE_ID, "span_id": SPAN_ID})
+    try:
+        record = {
+            "event": "hello",
+            "trace_id": "password=hunter2",
+            "span_id": SPAN_ID,
+            "rejected_ids": "password=hunter2",  # a caller's field of that name, redacted
+        }
+        redact(None, "info", record)
+    finally:
+        _context.reset(token)
+    assert record == {
+        "event": "hello",
+        "trace_id": TRACE_ID,
+        "span_id": SPAN_ID,
+        "rejected_ids": {"trace_id": {"value": "'password=[REDACTED]'", "reason": _TRACE_REASON}},
+        "rejected_ids_field": "password=[REDACTED]",
+    }
 
 
 def test_processor_tolerates_odd_records() -> None:
@@ -615,7 +801,9 @@ FRAGMENTS = st.sampled_from(
         "-----BEGIN CERTIFICATE-----", "Proc-Type: 4,ENCRYPTED", "MIIEowIBAAKCAQEAu1SU1LfV",
         "eyJhbGciOiJIUzI1NiJ9", "eyJ", "AKIA", "ASIA", "IOSFODNN7EXAMPLE", "ghp_", "github_pat_",
         "glpat-", "xoxb-", "sk_live_", "rk_test_", "0123456789abcdefghijKLMNOPQRST",
-        "[REDACTED]", "[REDACTED PRIVATE KEY]", "\u212a", "\u0130",
+        "[REDACTED]", "[REDACTED PRIVATE KEY]", "\u212a", "\u0130", "(", ")", ", ", "b'",
+        "bytearray(b'", "('password', '", "(b'authorization', b'", "', '", "?key=", "&key=",
+        "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AccountKey=", "jwt",
     ]
 )  # fmt: skip
 SECRETISH = st.lists(FRAGMENTS | st.text(max_size=4), max_size=24).map("".join)
@@ -623,6 +811,7 @@ SECRETISH = st.lists(FRAGMENTS | st.text(max_size=4), max_size=24).map("".join)
 TRIGGERS = (
     ":",
     "=",
+    ",",
     "PRIVATE KEY",
     "earer",
     "eyJ",
@@ -633,6 +822,7 @@ TRIGGERS = (
     "xox",
     "k_live_",
     "k_test_",
+    "AIza",
 )
 
 
@@ -661,6 +851,7 @@ def test_prefilter_never_hides_a_secret(text: str) -> None:
 def test_text_without_a_trigger_is_returned_as_is(text: str) -> None:
     if not any(trigger in text for trigger in TRIGGERS):
         assert redact_text(text) is text
-    if ":" not in text and "=" not in text:
-        # Only key/value pairs and URL passwords can be shorter than "[REDACTED]".
+    if ":" not in text and "=" not in text and "," not in text:
+        # Only key/value pairs, two-item sequences and URL passwords can be shorter than
+        # "[REDACTED]".
         assert len(redact_text(text)) <= len(text)
