@@ -2,14 +2,14 @@
 
 A parent is an identifier the expansion reached but would not follow to all its children (a
 node shared by hundreds of allocations, a workflow by its steps): a timeline takes its events
-inside the window whose child identifier is unset or one of the incident's own
-(:class:`~correlator.graph.Parent`). A busy expansion has twenty parents (a busy node at
-10^5 events); read one by one they were a count and a query each, 5-10 ms apiece, a third of
-such a timeline. :func:`parent_events_many` reads them with one count per identifier kind,
-and the events of every parent with few events in a handful of queries, each staying on the
-identifier index. Identifier column names are formatted into SQL only from the caller's
-fixed tuple; values are always bound.
-"""
+inside the window whose child identifier is unset or one of the incident's own, and likewise
+every other identifier of a unit of work (:meth:`~correlator.graph.Parent.sibling_filters`).
+A busy expansion has twenty parents (a busy node at 10^5 events); read one by one they were a
+count and a query each, 5-10 ms apiece, a third of such a timeline.
+:func:`parent_events_many` reads them with one count per identifier kind, and the events of
+every parent with few events in a handful of queries, each staying on the identifier index.
+Identifier column names are formatted into SQL only from the caller's fixed tuple; values are
+always bound."""
 
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ __all__ = ["ParentQuery", "parent_events_many"]
 
 class ParentQuery(NamedTuple):
     """One parent to read: ``key = value`` events whose ``child_key`` is unset or in
-    ``child_values``."""
+    ``child_values``, and whose every key of ``others`` is unset or one of its values."""
 
     key: str
     value: str
     child_key: str
     child_values: Sequence[str]
+    others: Sequence[tuple[str, Sequence[str]]] = ()
 
 
 def parent_events_many(
@@ -65,29 +66,41 @@ def parent_events_many(
     few = _few_events(cursor, by_key, counts, table_rows)
     answers: list[tuple[list[Event], bool]] = []
     for parent in parents:
-        key, value, child_key, child_values = parent
-        allowed = sorted(set(child_values))
+        key, value = parent.key, parent.value
+        # (column, the values allowed besides none): the child key first, then the others.
+        filters = [
+            (column, sorted(set(values)))
+            for column, values in ((parent.child_key, parent.child_values), *parent.others)
+        ]
         if counts.get((key, value), 0) <= INDEX_ROWS:
-            allowed_set = set(allowed)
+            sets = [(column, set(values)) for column, values in filters]
             rows = sorted(
                 (
                     e
                     for e in few.get((key, value), ())
                     if from_ns <= e.ts_ns < to_ns
-                    and (getattr(e, child_key) is None or getattr(e, child_key) in allowed_set)
+                    and all(
+                        (own := getattr(e, column)) is None or own in allowed
+                        for column, allowed in sets
+                    )
                 ),
                 key=_order,
             )[: limit + 1]
         else:
-            child = f"{child_key} IS NULL"
-            if allowed:
-                child += f" OR {child_key} IN ({', '.join('?' * len(allowed))})"
+            conditions = []
+            params: list[object] = [value, from_ns, to_ns]
+            for column, values in filters:
+                condition = f"{column} IS NULL"
+                if values:
+                    condition += f" OR {column} IN ({', '.join('?' * len(values))})"
+                conditions.append(f"({condition})")
+                params.extend(values)
             rows = fetch_events(
                 cursor,
                 f"SELECT {COLUMN_LIST} FROM events "  # noqa: S608 - fixed names, bound values
-                f"WHERE {key} = ? AND ts_ns >= ? AND ts_ns < ? AND ({child}) "
+                f"WHERE {key} = ? AND ts_ns >= ? AND ts_ns < ? AND {' AND '.join(conditions)} "
                 "ORDER BY ts_ns, hash LIMIT ?",
-                [value, from_ns, to_ns, *allowed, limit + 1],
+                [*params, limit + 1],
             )
         answers.append((rows[:limit], len(rows) > limit))
     return answers

@@ -33,10 +33,15 @@ from typing import Any, Final, Literal
 
 from correlator.model import IDENTIFIER_KEYS
 
-__all__ = ["Expansion", "LinkUse", "Parent", "cardinality", "expand"]
+__all__ = ["PLACE_KEYS", "WORK_KEYS", "Expansion", "LinkUse", "Parent", "cardinality", "expand"]
 
 Cardinality = Literal["1:1", "1:n", "n:1", "m:n"]
 
+#: The identifiers of a unit of work (a request, an allocation, a workflow run), and of a
+#: place the work runs on (a node, one installation of it): a place's events that name
+#: another unit of work than the incident's belong to a sibling (:meth:`Parent.sibling_filters`).
+WORK_KEYS: Final = ("correlation_id", "allocation_id", "workflow_id")
+PLACE_KEYS: Final = ("node_id", "node_instance_id")
 #: Values of one kind reachable from one identifier before the link counts as fan-out.
 DEFAULT_MAX_FANOUT: Final = 50
 #: Identifiers in one expansion at most.
@@ -89,6 +94,30 @@ class Parent:
     value: str
     child_key: str
     child_values: tuple[str, ...]
+
+    def sibling_filters(
+        self, ids: Mapping[str, Sequence[str]], parents: Sequence[Parent] = ()
+    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """For a place (:data:`PLACE_KEYS`: a node, one installation of it), the identifiers
+        of a unit of work (:data:`WORK_KEYS`) besides ``child_key`` whose every value on its
+        events must be the incident's (in ``ids``, or a parent's value): an event of a shared
+        node that names another allocation, workflow run or request belongs to a sibling,
+        whichever kind of link reached the node. Nothing for a unit of work: the workflow
+        runs of an allocation reached from one of its requests are its own doing, not a
+        sibling's.
+
+        Reached through a request, a node's records of its other allocations carry no
+        request: filtered on ``correlation_id`` alone, they came in (an allocation retried
+        on a second node anywhere in the store makes allocation→node ``m:n``, and the node is
+        then reached through a request instead).
+        """
+        if self.key not in PLACE_KEYS:
+            return ()
+        return tuple(
+            (key, (*ids.get(key, ()), *(p.value for p in parents if p.key == key)))
+            for key in WORK_KEYS
+            if key != self.child_key
+        )
 
 
 @dataclass

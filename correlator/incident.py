@@ -276,7 +276,16 @@ def _timeline(
     if expansion.parents:
         seen = {e.hash for e in events}
         parents = store.parent_events_many(
-            [ParentQuery(p.key, p.value, p.child_key, p.child_values) for p in expansion.parents],
+            [
+                ParentQuery(
+                    p.key,
+                    p.value,
+                    p.child_key,
+                    p.child_values,
+                    p.sibling_filters(expansion.ids, expansion.parents),
+                )
+                for p in expansion.parents
+            ],
             from_ns=max(window_from, lo) if lo is not None else window_from,
             to_ns=min(window_to, hi) if hi is not None else window_to,
             limit=limit,

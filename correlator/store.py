@@ -266,8 +266,9 @@ class Store:
         """Shared identifiers' own events inside a window, without their other children's.
 
         For each parent: events with ``key = value`` in ``[from_ns, to_ns)`` whose
-        ``child_key`` is unset or one of ``child_values``, oldest first, at most ``limit``
-        (``_parents``: a few queries for all of them, not two per parent).
+        ``child_key`` is unset or one of ``child_values``, and each key of ``others`` unset or
+        one of its values, oldest first, at most ``limit`` (``_parents``: a few queries for
+        all of them, not two per parent).
 
         Returns:
             ``(events, truncated)`` per parent, in the order given; truncated when more
@@ -277,8 +278,10 @@ class Store:
             QueryError: an unknown identifier key.
         """
         for parent in parents:
-            if parent.key not in ID_COLUMNS or parent.child_key not in ID_COLUMNS:
-                raise QueryError(f"unknown identifier key {parent.key!r} or {parent.child_key!r}")
+            # Column names are formatted into the SQL: only the fixed identifier columns.
+            for column in (parent.key, parent.child_key, *(k for k, _ in parent.others)):
+                if column not in ID_COLUMNS:
+                    raise QueryError(f"unknown identifier key {column!r}")
         if not parents:
             return []
         with self._reader() as cursor:

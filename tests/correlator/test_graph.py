@@ -4,7 +4,7 @@ from collections import defaultdict
 
 import pytest
 
-from correlator.graph import cardinality, expand
+from correlator.graph import Parent, cardinality, expand
 
 # Evidence of a busy node: n-17 ran allocations a-1..a-30 over time; a-9 had two workflows
 # and three requests; two inventory batch runs touched the same 40 nodes (m:n).
@@ -208,3 +208,35 @@ def test_prefetch_hands_over_a_whole_level_at_once() -> None:
             ("workflow_id", "wf-9r"),
         ],
     ]
+
+
+@pytest.mark.parametrize(
+    ("parent", "filters"),
+    [
+        (
+            Parent("node_id", "n-1", "correlation_id", ("c-1",)),
+            (("allocation_id", ("a-9", "a-parent")), ("workflow_id", ("w-1", "w-2"))),
+        ),
+        (
+            Parent("node_id", "n-1", "allocation_id", ("a-9",)),
+            (("correlation_id", ("c-1",)), ("workflow_id", ("w-1", "w-2"))),
+        ),
+        (
+            Parent("node_instance_id", "ni-1", "node_id", ()),
+            (
+                ("correlation_id", ("c-1",)),
+                ("allocation_id", ("a-9", "a-parent")),
+                ("workflow_id", ("w-1", "w-2")),
+            ),
+        ),
+        # A unit of work's own: an allocation reached from its request keeps its workflows.
+        (Parent("allocation_id", "a-parent", "correlation_id", ("c-1",)), ()),
+        (Parent("workflow_id", "w-1", "allocation_id", ("a-9",)), ()),
+    ],
+)
+def test_a_place_keeps_out_every_other_unit_of_work(
+    parent: Parent, filters: tuple[tuple[str, tuple[str, ...]], ...]
+) -> None:
+    ids = {"allocation_id": ["a-9"], "correlation_id": ["c-1"], "workflow_id": ["w-1", "w-2"]}
+    parents = [parent, Parent("allocation_id", "a-parent", "correlation_id", ("c-1",))]
+    assert parent.sibling_filters(ids, parents) == filters

@@ -375,3 +375,32 @@ def test_objects_frozen_by_the_process_stay_frozen() -> None:
         assert len(made) == 1_000
     finally:
         gc.unfreeze()
+
+
+def test_an_allocation_retried_on_another_node_does_not_open_a_node_to_its_siblings(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    # One allocation seen on a second node anywhere in the store (a retry elsewhere) makes
+    # allocation -> node m:n: an allocation's node is then reached through its request, as
+    # a parent filtered on correlation_id, and the node's other allocations' records, which
+    # carry no request, came into every timeline on that node (14 events became 28).
+    copy = tmp_path / "retried.duckdb"
+    copy.write_bytes(demo_db.read_bytes())
+    with Store(copy) as store:
+        before = incident.timeline_for(store, "allocation_id", STUCK_ALLOCATION)
+        store.insert_events(
+            [
+                ev(
+                    0,
+                    "node",
+                    "task claimed (retry on another node)",
+                    node_id="n-99",
+                    allocation_id="a-101",
+                )
+            ]
+        )
+        assert store.cardinalities()[("allocation_id", "node_id")][0] == 2  # now m:n
+        after = incident.timeline_for(store, "allocation_id", STUCK_ALLOCATION)
+
+    assert {e.get("allocation_id") for e in after["events"]} <= {STUCK_ALLOCATION, None}
+    assert [e["hash"] for e in after["events"]] == [e["hash"] for e in before["events"]]

@@ -309,11 +309,17 @@ def test_parents_events_are_their_own_in_the_window(
     assert store.parent_events_many([], from_ns=T0, to_ns=T0 + 1, limit=1) == []
 
 
-def test_parents_of_an_unknown_kind_are_refused(filled: Store) -> None:
-    with pytest.raises(QueryError, match="unknown identifier key 'tenant' or 'workflow_id'"):
-        filled.parent_events_many(
-            [ParentQuery("tenant", "t-1", "workflow_id", ())], from_ns=T0, to_ns=T0 + 1, limit=1
-        )
+@pytest.mark.parametrize(
+    "parent",
+    [
+        ParentQuery("tenant", "t-1", "workflow_id", ()),
+        ParentQuery("node_id", "n-1", "tenant", ()),
+        ParentQuery("node_id", "n-1", "workflow_id", (), (("tenant; DROP TABLE events", ()),)),
+    ],
+)
+def test_parents_of_an_unknown_kind_are_refused(filled: Store, parent: ParentQuery) -> None:
+    with pytest.raises(QueryError, match="unknown identifier key 'tenant"):
+        filled.parent_events_many([parent], from_ns=T0, to_ns=T0 + 1, limit=1)
 
 
 def test_row_ids_are_read_as_runs_of_consecutive_ids() -> None:
