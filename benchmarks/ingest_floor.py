@@ -51,9 +51,7 @@ import pyarrow as pa
 from benchmarks._common import machine_note
 from benchmarks.correlator import fleet_in, measure_duckdb_floor, measure_ingest
 from correlator._schema import COLUMN_LIST, DDL, EVENTS_COLUMNS_DDL, INDEX_DDL
-
-#: The row-group size :class:`~correlator.store.Store` attaches its file with.
-_ROW_GROUP_ROWS: Final = 16_384
+from correlator.store import _ROW_GROUP_ROWS  # the row groups the store's file is attached with
 
 #: The record fields the DuckDB mapping extracts, in the order of :data:`_MAPPED`'s columns
 #: from ``service`` on.

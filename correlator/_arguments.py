@@ -14,7 +14,7 @@ from datetime import tzinfo
 
 from correlator import _environ
 from correlator.errors import QueryError
-from correlator.queries import MAX_LIMIT, findings_config
+from correlator.queries import MAX_LIMIT, findings_config, zone_setting
 
 __all__ = ["DEFAULT_DB", "DEFAULT_DEMO_DB", "database", "environ_zone", "nginx_zone", "parser"]
 
@@ -55,8 +55,6 @@ def nginx_zone(args: argparse.Namespace) -> tzinfo | None:
         QueryError: ``--nginx-tz`` with another source, or a zone that is not one; the
             message names the option or the variable, and the value.
     """
-    from correlator.sources._time import parse_zone
-
     if args.source != "nginx":
         if args.nginx_tz is not None:
             raise QueryError(
@@ -65,10 +63,7 @@ def nginx_zone(args: argparse.Namespace) -> tzinfo | None:
         return None
     if args.nginx_tz is None:
         return environ_zone()
-    try:
-        return parse_zone(args.nginx_tz)
-    except ValueError as exc:
-        raise QueryError(f"--nginx-tz: {exc}") from exc
+    return zone_setting("--nginx-tz", args.nginx_tz)
 
 
 def environ_zone() -> tzinfo | None:
@@ -78,15 +73,8 @@ def environ_zone() -> tzinfo | None:
     Raises:
         QueryError: the variable names no zone; the message names it and the value.
     """
-    from correlator.sources._time import parse_zone
-
     text = os.environ.get(_environ.NGINX_TZ, "").strip()
-    if not text:
-        return None
-    try:
-        return parse_zone(text)
-    except ValueError as exc:
-        raise QueryError(f"{_environ.NGINX_TZ}: {exc}") from exc
+    return zone_setting(_environ.NGINX_TZ, text) if text else None
 
 
 def _limit(text: str) -> int:

@@ -30,9 +30,8 @@ import orjson
 from correlator._rows import fetch_events
 from correlator._schema import COLUMN_LIST
 from correlator.findings import reach
-from correlator.findings._matching import state_name
 from correlator.latency import Incomplete, Samples, checked_phases, provider_name
-from correlator.model import Event
+from correlator.model import Event, state_name
 
 __all__ = ["LIFECYCLE", "finding_events", "latency_samples", "lifecycle_events"]
 
@@ -104,6 +103,13 @@ SELECT row_id FROM picked ORDER BY ts_ns, hash LIMIT $5
 """  # noqa: S608 - fixed text
 
 
+def _state_texts(cursor: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every distinct ``state_to`` the store holds: few, whatever its size; what each means
+    is decided in Python, by the functions the pure cores use."""
+    rows = cursor.execute("SELECT DISTINCT state_to FROM events WHERE state_to <> ''").fetchall()
+    return [text for (text,) in rows]
+
+
 def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[list[Event], bool]:
     """Every lifecycle event (``Store.lifecycle_events``), oldest first: at most ``limit``,
     and whether more matched."""
@@ -117,10 +123,7 @@ def finding_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[list[
     at most ``limit``, and whether more matched."""
     cursor.execute("BEGIN TRANSACTION")
     try:
-        texts = cursor.execute(
-            "SELECT DISTINCT state_to FROM events WHERE state_to <> ''"
-        ).fetchall()
-        wanted = reach(text for (text,) in texts)
+        wanted = reach(_state_texts(cursor))
         chosen = cursor.execute(
             _CHOSEN,
             [
@@ -155,8 +158,7 @@ _SAMPLES: Final = f"""
 WITH lifecycle AS MATERIALIZED (
     SELECT ts_ns, hash, state_to,
            coalesce(entity_kind = 'allocation' AND layer <> 'projection', false) AS own,
-           CASE WHEN coalesce(entity_kind = 'allocation' AND layer <> 'projection', false)
-                THEN entity_id ELSE allocation_id END AS allocation,
+           CASE WHEN own THEN entity_id ELSE allocation_id END AS allocation,
            json_extract(attrs, '$.provider')::VARCHAR AS provider
     FROM events WHERE {LIFECYCLE}
 ),
@@ -212,12 +214,7 @@ def latency_samples(
     names = list(wanted)
     cursor.execute("BEGIN TRANSACTION")
     try:
-        texts = [
-            t
-            for (t,) in cursor.execute(
-                "SELECT DISTINCT state_to FROM events WHERE state_to <> ''"
-            ).fetchall()
-        ]
+        texts = _state_texts(cursor)
         providers = [
             p
             for (p,) in cursor.execute(
@@ -226,7 +223,8 @@ def latency_samples(
             ).fetchall()
             if p is not None
         ]
-        given = {p: provider_name(orjson.loads(p)) for p in providers if orjson.loads(p)}
+        # The texts that name a provider (a falsy value names none), and the name each gives.
+        given = {p: provider_name(value) for p in providers if (value := orjson.loads(p))}
         marks = [
             (text, number, starts)
             for text in texts

@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from correlator import incident
 from correlator.errors import QueryError
 from correlator.model import IDENTIFIER_KEYS
-from correlator.sources._time import parse_zone
+from correlator.queries import zone_setting
 
 __all__ = ["TIME", "check_query", "seed", "zone"]
 
@@ -111,7 +111,4 @@ def zone(source: str, tz: str | None, default: tzinfo | None) -> tzinfo | None:
         raise QueryError(
             "query parameter 'tz' is the zone of nginx error logs: use it with source=nginx"
         )
-    try:
-        return parse_zone(tz)
-    except ValueError as exc:
-        raise QueryError(f"query parameter 'tz': {exc}") from exc
+    return zone_setting("query parameter 'tz'", tz)

@@ -22,7 +22,6 @@ included).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -316,18 +315,12 @@ def _env_number(name: str, kind: type[_Number], default: _Number, *, least: _Num
         QueryError: the variable is set to something that is not a ``kind`` of at least
             ``least``; the message names the variable and its value.
     """
+    from correlator.queries import number_setting
+
     text = os.environ.get(name, "").strip()
     if not text:
         return default
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    # float() also reads "nan" and "inf": neither is a size or an interval.
-    if value is None or not math.isfinite(value) or value < least:
-        noun = "a whole number" if kind is int else "a number"
-        raise QueryError(f"{name} must be {noun} of at least {least:g}, not {text!r}")
-    return value
+    return kind(number_setting(name, text, least=least, whole=kind is int))
 
 
 def _start_findings_logger(store: Store, interval_s: float) -> None:

@@ -36,8 +36,9 @@ shape of :meth:`PhaseStats.as_dict`::
 
 :func:`latency` is the reference: events in, rows out. A store of 10^7 events holds ~800,000
 allocation transitions, too many to read as events; it computes the same samples in SQL
-(``correlator._lifecycle.latency_samples``, with :func:`checked_phases` and
-:func:`provider_name` deciding what they decide here) and hands them to :func:`statistics`.
+(``correlator._lifecycle.latency_samples``, with :func:`checked_phases`, :func:`provider_name`
+and ``model.state_name`` deciding what they decide here) and hands them to
+:func:`statistics`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from correlator.errors import QueryError
-from correlator.model import Event
+from correlator.model import Event, state_name
 
 __all__ = [
     "DEFAULT_PHASES",
@@ -167,7 +168,7 @@ def latency(
     incomplete: Incomplete = defaultdict(int)
     for allocation, steps in transitions.items():
         latest = providers[allocation][-1].attrs["provider"] if providers[allocation] else None
-        states = [(e.state_to or "").strip().lower() for e in steps]
+        states = [state_name(e.state_to) for e in steps]
         for phase, (start_state, end_state) in wanted.items():
             if start_state not in states:
                 continue
@@ -239,7 +240,7 @@ def checked_phases(phases: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str
     for name, pair in phases.items():
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
             raise QueryError(f"phase {name!r} must be a (start state, end state) pair")
-        start, end = (str(state).strip().lower() for state in pair)
+        start, end = (state_name(str(state)) for state in pair)
         if not start or not end or start == end:
             raise QueryError(
                 f"phase {name!r} needs two different non-empty states, not {start!r} -> {end!r}"

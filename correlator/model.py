@@ -26,6 +26,7 @@ __all__ = [
     "Reject",
     "content_hash",
     "hash_text",
+    "state_name",
 ]
 
 IDENTIFIER_KEYS: Final = (
@@ -141,6 +142,12 @@ def content_hash(source: str, raw: bytes | str) -> int:
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     digest = hashlib.blake2b(data, digest_size=8, person=source.encode()[:16]).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def state_name(text: str | None) -> str:
+    """A lifecycle state as findings and latency compare it: stripped and lower-cased
+    (``" Release_Failed "`` is ``release_failed``); ``""`` for none."""
+    return (text or "").strip().lower()
 
 
 def hash_text(value: int) -> str:

@@ -7,6 +7,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Final
 
 from correlator import _environ
@@ -28,8 +29,10 @@ __all__ = [
     "findings_config",
     "latency",
     "log_findings",
+    "number_setting",
     "parse_duration_s",
     "parse_time_ns",
+    "zone_setting",
 ]
 
 # Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
@@ -169,18 +172,57 @@ def findings_config(
         text = environ.get(variable, "").strip()
         if text and name not in overrides:  # an override replaces the variable, read or not
             given.append((variable, name, text))
-    values: dict[str, float] = {}
-    for label, name, value in given:
-        least = 1.0 if name == "critical_factor" else 0.0
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        # float() also reads "nan" and "inf": neither is a deadline.
-        if isinstance(value, bool) or not math.isfinite(number) or number < least:
-            raise QueryError(f"{label} must be a number of at least {least:g}, not {value!r}")
-        values[name] = number
+    values = {
+        name: number_setting(label, value, least=1.0 if name == "critical_factor" else 0.0)
+        for label, name, value in given
+    }
     return FindingsConfig(**values)
+
+
+def zone_setting(name: str, text: str) -> tzinfo:
+    """A time zone an operator gives (``--nginx-tz``, ``CORRELATOR_NGINX_TZ``, ``?tz=``).
+
+    Args:
+        name: what the message names (the option, the variable or the parameter).
+        text: as ``sources._time.parse_zone`` reads it: ``UTC``, ``+01:00``, ``Europe/Berlin``.
+
+    Raises:
+        QueryError: the text names no zone; the message names ``name`` and the text.
+    """
+    from correlator.sources._time import parse_zone
+
+    try:
+        return parse_zone(text)
+    except ValueError as exc:
+        raise QueryError(f"{name}: {exc}") from exc
+
+
+def number_setting(name: str, value: str | float, *, least: float, whole: bool = False) -> float:
+    """A setting's number (an environment variable's text, an option's value), checked.
+
+    Args:
+        name: what the message names (the variable or the option).
+        value: the text as given, or a number.
+        least: the smallest value accepted.
+        whole: only whole numbers (the value is then an ``int``).
+
+    Returns:
+        The number.
+
+    Raises:
+        QueryError: not a (whole) finite number of at least ``least``; the message names
+            ``name`` and the value.
+    """
+    number: float | None
+    try:
+        number = None if isinstance(value, bool) else (int if whole else float)(value)
+    except (TypeError, ValueError):
+        number = None
+    # float() also reads "nan" and "inf": neither is a size, an interval or a deadline.
+    if number is None or not math.isfinite(number) or number < least:
+        noun = "a whole number" if whole else "a number"
+        raise QueryError(f"{name} must be {noun} of at least {least:g}, not {value!r}")
+    return number
 
 
 def latency(store: Store) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from correlator.findings._types import PROJECTION_STATES
-from correlator.model import IDENTIFIER_KEYS, Event
+from correlator.model import IDENTIFIER_KEYS, Event, state_name
 
 __all__ = [
     "Index",
@@ -28,7 +28,6 @@ __all__ = [
     "links_of",
     "order_key",
     "state_at",
-    "state_name",
     "state_of",
     "trailing",
     "transitions",
@@ -38,11 +37,6 @@ __all__ = [
 def order_key(event: Event) -> tuple[int, int]:
     """The store's order of events, ``(ts_ns, hash)``: a sort key independent of input order."""
     return event.ts_ns, event.hash
-
-
-def state_name(text: str | None) -> str:
-    """A state as the rules compare it: lower-cased and stripped; ``""`` for none."""
-    return (text or "").strip().lower()
 
 
 def state_of(event: Event) -> str:

@@ -4,7 +4,7 @@ A store of 10^7 events holds ~800,000 lifecycle events, nearly all of entities w
 state is healthy. The rules (``_rules``) raise a finding about an entity only when its latest
 transition is in a bad state, so everything else may be left unread provided what is read
 holds, for every entity it holds at all, all of that entity's events. :class:`Reach` names the
-bad states as the store has them written (the rules compare :func:`state_name` of them); the
+bad states as the store has them written (the rules compare ``model.state_name`` of them); the
 store (``correlator._lifecycle``) then reads:
 
 - every event of each allocation whose latest transition is ``release_failed``, and every
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from correlator.findings._matching import state_name
 from correlator.findings._types import ACTIVE_JOB_STATES, UNPUBLISHED_STATES
+from correlator.model import state_name
 
 __all__ = ["Reach", "reach"]
 
