@@ -27,6 +27,7 @@ from agent_logging._sinks import ConsoleSink, RotatingFileSink, StreamSink
 from agent_logging._stdlib import StdlibBridge
 from agent_logging._types import LAYERS, EventDict
 from agent_logging.errors import ConfigurationError
+from agent_logging.owner import DEFAULT_RULES, OwnerRule, rules_with_defaults
 
 __all__ = ["Settings", "configure", "dispatch", "get_logger", "shutdown"]
 
@@ -68,6 +69,7 @@ class Settings:
     file_backups: int = 5
     otlp_endpoint: str | None = None
     health_interval_s: float = 60.0
+    owner_rules: Path | None = None  # an operator's owner rules file (TOML)
 
 
 def _pick(value: Any, variable: str, default: Any, environ: Mapping[str, str]) -> Any:
@@ -137,6 +139,11 @@ def resolve(
         output = _choice(output, _environ.OUTPUT, ("stderr", "stdout", "none"))
     spool_dir = pick("spool_dir", _environ.SPOOL_DIR, None)
     file_path = pick("file_path", _environ.FILE_PATH, None)
+    owner_rules = pick("owner_rules", _environ.OWNER_RULES, None)
+    if owner_rules is not None and not isinstance(owner_rules, str | os.PathLike):
+        raise ConfigurationError(
+            f"{_environ.OWNER_RULES} / owner_rules: expected a path, got {owner_rules!r}"
+        )
 
     def choice(name: str, variable: str, default: str, options: Sequence[str]) -> Any:
         return _choice(pick(name, variable, default), variable, options)
@@ -185,6 +192,7 @@ def resolve(
         file_backups=number("file_backups", e.FILE_BACKUPS, 5, int),
         otlp_endpoint=pick("otlp_endpoint", e.OTLP_ENDPOINT, None),
         health_interval_s=number("health_interval_s", e.HEALTH_INTERVAL_S, 60.0, float),
+        owner_rules=Path(owner_rules) if owner_rules is not None else None,
     )
     if (settings.loki_url is None) != (settings.spool_dir is None):
         given = "loki_url" if settings.loki_url else "spool_dir"
@@ -302,14 +310,15 @@ def configure(
         env: deployment environment.
         processors: extra structlog processors, run before redaction.
         **options: any other field of :class:`Settings` (``level``, ``output``, ``format``,
-            ``propagate_hosts``, ``ids``, ``loki_url``, ``spool_dir``, ...). Each also has an
-            ``AGENT_LOGGING_*`` variable; arguments win.
+            ``propagate_hosts``, ``ids``, ``loki_url``, ``spool_dir``, ``owner_rules``, ...).
+            Each also has an ``AGENT_LOGGING_*`` variable; arguments win.
 
     Returns:
         The settings in force.
 
     Raises:
-        ConfigurationError: a setting is invalid (named in the message).
+        ConfigurationError: a setting is invalid (named in the message), or the owner rules
+            file is refused (the message names the file, the rule and the key).
         InvalidIdentifierError: an identifier in ``ids`` is unsafe.
     """
     global settings, _hooks_installed, _bridge
@@ -320,6 +329,9 @@ def configure(
                 f"configure() got unknown options: {', '.join(sorted(unknown))}"
             )
         resolved, problems = resolve({"service": service, "layer": layer, "env": env, **options})
+        # Read before any sink opens a file: a bad rules file stops configure() here, at
+        # start-up, rather than misclassifying failures later.
+        owner_rules = _owner_rules(resolved.owner_rules)
         sinks = _local_sinks(resolved)
         durable = None
         if resolved.loki_url is not None:
@@ -339,6 +351,7 @@ def configure(
             base_ids=resolved.ids,
         )
         previous, _state.pipeline = _state.pipeline, pipeline
+        _state.owner_rules = owner_rules
         settings = resolved
         if previous is not None:
             previous.close(timeout_s=2.0)
@@ -365,6 +378,14 @@ def configure(
         return resolved
 
 
+def _owner_rules(path: Path | None) -> tuple[OwnerRule, ...]:
+    """The owner table for ``owner_rules``: the file's rules ahead of the built-in ones."""
+    try:
+        return rules_with_defaults(path)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{_environ.OWNER_RULES} / owner_rules: {exc}") from exc
+
+
 def _after_fork_in_child() -> None:
     pipeline = _state.pipeline
     if pipeline is not None:
@@ -379,6 +400,7 @@ def shutdown(timeout_s: float = 5.0) -> None:
     global settings, _bridge
     _state.shut_down = True
     pipeline, _state.pipeline = _state.pipeline, None
+    _state.owner_rules = DEFAULT_RULES
     if _bridge is not None:
         logging.getLogger().removeHandler(_bridge)
         _bridge = None

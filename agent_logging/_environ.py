@@ -96,6 +96,11 @@ OTLP_ENDPOINT: Final = "AGENT_LOGGING_OTLP_ENDPOINT"
 HEALTH_INTERVAL_S: Final = "AGENT_LOGGING_HEALTH_INTERVAL_S"
 """Seconds between shipping-health self-records (0 turns them off). Default 60."""
 
+OWNER_RULES: Final = "AGENT_LOGGING_OWNER_RULES"
+"""Path of a TOML file of owner rules, tried before the built-in table to name the owner
+layer of a logged exception (format: :func:`agent_logging.owner.load_rules`). Read once by
+``configure()``, which refuses a bad file. Default: the built-in table alone."""
+
 TRACEPARENT: Final = "AGENT_LOGGING_TRACEPARENT"
 """The parent's W3C ``traceparent``, handed to child processes by :func:`agent_logging.env`."""
 

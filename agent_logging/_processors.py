@@ -12,11 +12,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Final
 
-from agent_logging import _context, _otel
+from agent_logging import _context, _otel, _state
 from agent_logging._ids import MAX_ID_LENGTH, problem
-from agent_logging._owner import error_info
 from agent_logging._secrets import redact_text
 from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS, OWNER_LAYERS, EventDict
+from agent_logging.owner import error_info
 
 __all__ = [
     "add_error",
@@ -183,7 +183,9 @@ def add_error(logger: object, method_name: str, event_dict: EventDict) -> EventD
     ``exc_info`` may be True (the exception being handled), an exception, or a
     ``sys.exc_info()`` tuple. ``owner_layer=`` given at the call site wins over classification.
     A failure logged without an exception but with ``owner_layer=`` still gets an ``error``
-    whose type is ``"failure"``, so the correlator sees the owner hint either way.
+    whose type is ``"failure"``, so the correlator sees the owner hint either way. An
+    exception is classified with the owner table ``configure()`` put in force
+    (``_state.owner_rules``: an operator's rules file ahead of the built-in table).
     """
     exc_info = event_dict.pop("exc_info", None)
     owner_layer = event_dict.pop("owner_layer", None)
@@ -200,7 +202,17 @@ def add_error(logger: object, method_name: str, event_dict: EventDict) -> EventD
             if owner_layer is None or isinstance(owner_layer, str)
             else repr(owner_layer)
         )
-        error = error_info(exc, owner_layer=given)
+        # The record carries the pipeline's service and layer (a call-site field of either
+        # name was moved to <name>_field): an operator's rules may name them.
+        service = event_dict.get("service")
+        layer = event_dict.get("layer")
+        error = error_info(
+            exc,
+            owner_layer=given,
+            rules=_state.owner_rules,
+            service=service if isinstance(service, str) else None,
+            layer=layer if isinstance(layer, str) else None,
+        )
         # The innermost cause is printed first: its message (a key the code failed to parse)
         # is the part most often cut, so the whole text is redacted before the cut.
         stack = redact_text("".join(traceback.format_exception(exc)))

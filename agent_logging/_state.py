@@ -1,9 +1,9 @@
 """The global state department: the one module that holds process-wide mutable state.
 
 Everything else is pure or owns only its instance. Here live the active pipeline (swapped
-atomically by ``configure``), and the internal reporter: a logger named ``agent_logging.internal``
-that does not propagate, so a failure inside logging is said once on stderr and can never loop
-back into the pipeline it is about.
+atomically by ``configure``), the owner table it classifies exceptions with, and the internal
+reporter: a logger named ``agent_logging.internal`` that does not propagate, so a failure
+inside logging is said once on stderr and can never loop back into the pipeline it is about.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from agent_logging.owner import DEFAULT_RULES, OwnerRule
+
 if TYPE_CHECKING:
     from agent_logging._pipeline import Pipeline
 
 __all__ = [
     "configure_lock",
     "internal_logger",
+    "owner_rules",
     "pipeline",
     "report_once",
     "reset_reports",
@@ -26,6 +29,11 @@ __all__ = [
 ]
 
 pipeline: Pipeline | None = None
+
+#: The owner table records' exceptions are classified with: an operator's rules file
+#: (``AGENT_LOGGING_OWNER_RULES``) ahead of the built-in table. Set by ``configure()``, put
+#: back by ``shutdown()``; replaced whole, so a record's thread reads one table or the other.
+owner_rules: tuple[OwnerRule, ...] = DEFAULT_RULES
 
 #: True after ``shutdown()``: records are dropped rather than auto-configuring again.
 shut_down = False

@@ -11,12 +11,24 @@ from __future__ import annotations
 import argparse
 import os
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
 from correlator import _environ
-from correlator.errors import QueryError
+from correlator.errors import InputError, QueryError
 from correlator.queries import MAX_LIMIT, findings_config, zone_setting
 
-__all__ = ["DEFAULT_DB", "DEFAULT_DEMO_DB", "database", "environ_zone", "nginx_zone", "parser"]
+if TYPE_CHECKING:
+    from agent_logging.owner import OwnerRule
+
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_DEMO_DB",
+    "database",
+    "environ_zone",
+    "nginx_zone",
+    "owner_rules",
+    "parser",
+]
 
 DEFAULT_DB = "correlator.duckdb"
 #: ``correlator demo``'s database unless ``--db`` names one: never ``$CORRELATOR_DB``, which
@@ -39,6 +51,29 @@ def database(args: argparse.Namespace) -> str:
     if args.command == "demo":
         return DEFAULT_DEMO_DB
     return os.environ.get(_environ.DB) or DEFAULT_DB
+
+
+def owner_rules(args: argparse.Namespace) -> tuple[OwnerRule, ...]:
+    """The owner table a command's verdicts apply: the rules file of ``--owner-rules``, else
+    of ``$CORRELATOR_OWNER_RULES``, ahead of the built-in table.
+
+    Args:
+        args: what :func:`parser` parsed.
+
+    Returns:
+        The rules, in the order they are tried.
+
+    Raises:
+        InputError: the file is refused; the message names the file, the rule and the field.
+    """
+    from agent_logging.errors import ConfigurationError
+    from agent_logging.owner import rules_with_defaults
+
+    path = getattr(args, "owner_rules", None) or os.environ.get(_environ.OWNER_RULES) or None
+    try:
+        return rules_with_defaults(path)
+    except ConfigurationError as exc:
+        raise InputError(str(exc)) from exc
 
 
 def nginx_zone(args: argparse.Namespace) -> tzinfo | None:
@@ -136,6 +171,25 @@ def _window(command: argparse.ArgumentParser, start: str, end: str) -> None:
     command.add_argument("--to", metavar="TIME", help=f"{end}: {forms}")
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
+    return value
+
+
+def _rules_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--owner-rules",
+        metavar="FILE",
+        help="a TOML file of owner rules tried before the built-in owner table (default "
+        f"${_environ.OWNER_RULES})",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``correlator`` command's parser: every subcommand, each option with its help."""
     parser = argparse.ArgumentParser(
@@ -207,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
         default=10_000,
         help=f"at most this many events, 1 to {MAX_LIMIT} (default 10000)",
     )
+    _rules_option(timeline)
 
     graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
     graph.add_argument("--id", required=True, help="KEY=VALUE, e.g. node_id=n-17")
@@ -232,6 +287,29 @@ def parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="the HTTP service and web page")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    _rules_option(serve)
+
+    evaluate = sub.add_parser(
+        "eval",
+        help="replay incidents whose truth is known (a folder each, with truth.json) and score "
+        "the verdicts",
+        description="Replays each incident folder (evidence files named after their source "
+        "kind, and a truth.json) into a scratch store, asks its seed's timeline and compares "
+        "the verdict with the truth. Exits 1 when the accuracy is under --fail-under or a "
+        "healthy case (truth none) was given an owner.",
+    )
+    evaluate.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="an incident folder, or a folder of them"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument(
+        "--fail-under",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="exit 1 when fewer than this share of the cases are right, 0 to 1 (default 0)",
+    )
+    _rules_option(evaluate)
 
     demo = sub.add_parser("demo", help="build a realistic incident, show it, serve it")
     demo.add_argument("--no-serve", action="store_true", help="print and exit")

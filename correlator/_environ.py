@@ -75,6 +75,12 @@ FINDINGS_THRESHOLDS: Final = MappingProxyType(
     }
 )
 
+OWNER_RULES: Final = "CORRELATOR_OWNER_RULES"
+"""A TOML file of owner rules (the format of ``agent_logging.owner.load_rules``) tried before
+the built-in owner table when a verdict reads the evidence's text; ``--owner-rules`` wins.
+Read by ``timeline``, ``eval`` and ``serve``; a bad file is refused at start, naming the
+rule and the field."""
+
 NGINX_TZ: Final = "CORRELATOR_NGINX_TZ"
 """The time zone of nginx error-log times (which carry none) for ``ingest --source nginx``
 and for nginx bodies posted to ``correlator serve`` without ``?tz=``:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import tzinfo
 from functools import partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 import agent_logging
 from agent_logging.integrations.asgi import AgentLoggingMiddleware
+from agent_logging.owner import DEFAULT_RULES, OwnerRule
 from correlator import _environ, incident, queries
 from correlator._openapi import (
     EVIDENCE_BODY,
@@ -99,6 +100,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     now_ns: Callable[[], int] = time.time_ns,
     nginx_zone: tzinfo | None = None,
+    owner_rules: Sequence[OwnerRule] = DEFAULT_RULES,
 ) -> FastAPI:
     """The FastAPI application over ``store``.
 
@@ -110,6 +112,7 @@ def create_app(
         now_ns: the clock findings measure ages against.
         nginx_zone: the zone of nginx error-log times when a post names none (``?tz=``);
             None: UTC.
+        owner_rules: the owner table the timeline's verdict applies.
 
     Returns:
         The application; its schema (``/openapi.json``, ``/docs``) lists the read token only
@@ -200,7 +203,14 @@ def create_app(
         lo = queries.parse_time_ns(from_) if from_ else None
         hi = queries.parse_time_ns(to) if to else None
         return await run_in_threadpool(
-            incident.timeline_for, store, key, value, from_ns=lo, to_ns=hi, limit=limit
+            incident.timeline_for,
+            store,
+            key,
+            value,
+            from_ns=lo,
+            to_ns=hi,
+            limit=limit,
+            rules=owner_rules,
         )
 
     @app.get(

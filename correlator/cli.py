@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 
 from correlator import _environ
-from correlator._arguments import database, environ_zone, nginx_zone, parser
+from correlator._arguments import database, environ_zone, nginx_zone, owner_rules, parser
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
 from correlator.store import IngestResult, Store
 
@@ -218,6 +218,7 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
         from_ns=parse_time_ns(args.from_) if args.from_ else None,
         to_ns=parse_time_ns(args.to) if args.to else None,
         limit=args.limit,
+        rules=owner_rules(args),
     )
     if args.json:
         _print_json(data)
@@ -281,6 +282,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
     findings_config(os.environ)
     zone = environ_zone()
+    rules = owner_rules(args)
     agent_logging.configure(service="correlator", layer="api")
     app = create_app(
         store,
@@ -288,6 +290,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
         read_token=os.environ.get(_environ.READ_TOKEN) or None,
         max_body_bytes=max_body_bytes,
         nginx_zone=zone,
+        owner_rules=rules,
     )
     if interval_s > 0:
         _start_findings_logger(store, interval_s)
@@ -340,6 +343,40 @@ def _start_findings_logger(store: Store, interval_s: float) -> None:
     threading.Thread(target=loop, name="correlator-findings", daemon=True).start()
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from correlator import evaluation, render
+
+    live = not args.json and sys.stderr.isatty()
+
+    def progress(result: evaluation.CaseResult) -> None:
+        mark = "ok " if result.right else "BAD"
+        print(f"  {mark} {result.case} ({result.seconds:.1f} s)", file=sys.stderr)
+
+    report = evaluation.evaluate(
+        [Path(d) for d in args.dirs], owner_rules(args), on_case=progress if live else None
+    )
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        render.print_evaluation(report)
+    unreadable = [r.case for r in report.results if r.got == "error"]
+    if unreadable:
+        print(f"correlator: cases that could not be read: {', '.join(unreadable)}", file=sys.stderr)
+        return 2
+    if report.false_alarms:
+        names = ", ".join(r.case for r in report.false_alarms)
+        print(f"correlator: an owner was named in a healthy case: {names}", file=sys.stderr)
+        return 1
+    if report.accuracy < args.fail_under:
+        print(
+            f"correlator: accuracy {report.accuracy:.1%} is under --fail-under "
+            f"{args.fail_under:.1%}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 _COMMANDS = {
     "ingest": _ingest,
     "timeline": _timeline,
@@ -378,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from correlator import demo
 
             return demo.run(args)
+        if args.command == "eval":
+            return _eval(args)
         with Store(args.db, read_only=read_only) as store:
             return _COMMANDS[args.command](args, store)
     except (QueryError, InputError) as exc:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from agent_logging._ids import problem
 from agent_logging._render import rfc3339_ns
+from agent_logging.owner import DEFAULT_RULES, OwnerRule
 from correlator import graph, timeline, verdict
 from correlator._collector import collector_paused
 from correlator._parents import ParentQuery
@@ -199,6 +200,7 @@ def timeline_for(
     to_ns: int | None = None,
     limit: int = DEFAULT_LIMIT,
     window_s: float = DEFAULT_WINDOW_S,
+    rules: Sequence[OwnerRule] = DEFAULT_RULES,
 ) -> dict[str, Any]:
     """The incident timeline of DESIGN §6 for one seed identifier.
 
@@ -210,10 +212,12 @@ def timeline_for(
         to_ns: only events before this time (default: all).
         limit: at most this many events (``truncated`` says when more matched).
         window_s: how far around the seed's own evidence parents' events are looked for.
+        rules: the owner table the verdict applies (an operator's rules, then the built-in).
 
     Returns:
         The JSON shape of DESIGN §6 (plus ``seed``, ``gaps``, ``reimages``, ``graph`` and
-        ``generated_at``).
+        ``generated_at``); each failure event carries ``owner``: the owner its evidence
+        names and how (``stamped``, ``adapter``, ``inferred``, ``fallback``).
 
     Raises:
         QueryError: the seed or the window is malformed.
@@ -228,7 +232,7 @@ def timeline_for(
             "nothing: 'from' must be before 'to'"
         )
     with collector_paused():
-        return _timeline(store, key, value, from_ns, to_ns, limit, window_s)
+        return _timeline(store, key, value, from_ns, to_ns, limit, window_s, rules)
 
 
 def _top(
@@ -255,6 +259,7 @@ def _timeline(
     to_ns: int | None,
     limit: int,
     window_s: float,
+    rules: Sequence[OwnerRule],
 ) -> dict[str, Any]:
     lo, hi = from_ns, to_ns
     # The seed's own events are part of every answer and do not depend on the expansion: they
@@ -298,7 +303,7 @@ def _timeline(
         events.sort(key=_order)  # the store's order: time, then hash
         events, truncated = events[:limit], True
     built = timeline.build(events, truncated=truncated)
-    decided = verdict.decide(built.events, truncated=built.truncated)
+    decided = verdict.decide(built.events, truncated=built.truncated, rules=rules)
     ids = {k: sorted(v) for k, v in expansion.ids.items()}
     for parent in expansion.parents:
         ids.setdefault(parent.key, [])
@@ -320,8 +325,13 @@ def _timeline(
         for event in decided.explains:
             if event.hash != first and event.hash in position:
                 rendered[position[event.hash]]["symptom"] = True
+        for digest, ownership in decided.owners.items():
+            if digest in position:
+                rendered[position[digest]]["owner"] = ownership.as_dict()
         if first in position:
             rendered[position[first]]["first_failure"] = True
+            if decided.ownership is not None:
+                rendered[position[first]]["owner"] = decided.ownership.as_dict()
     return {
         "seed": {key: value},
         "ids": ids,

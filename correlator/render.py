@@ -302,6 +302,39 @@ def print_latency(phases: Sequence[dict[str, Any]], *, truncated: bool = False) 
     _console().print(table)
 
 
+def print_evaluation(report: Any) -> None:
+    """``correlator eval``'s report: a row per case (right or wrong, and why), the accuracy,
+    and the confusion matrix of owner layers (expected by row, named by column)."""
+    from rich.table import Table
+
+    console = _console()
+    table = Table(expand=True)
+    for column in ("case", "expected", "got", "conf.", "", "why / verdict", "s"):
+        table.add_column(column, overflow="fold")
+    for r in report.results:
+        mark = "[green]right[/]" if r.right else "[bold red]WRONG[/]"
+        said = r.reason if r.right else f"{r.why} — {r.reason}"
+        row = _texts(r.case, r.expected, r.got, f"{r.confidence:.2f}", "", said, f"{r.seconds:.1f}")
+        row[4] = mark
+        table.add_row(*row)
+    console.print(table)
+    right = sum(r.right for r in report.results)
+    console.print(
+        f"accuracy {report.accuracy:.1%} ({right} of {len(report.results)} right); "
+        f"false alarms on healthy cases: {len(report.false_alarms)}"
+    )
+    matrix = report.confusion()
+    columns = sorted({got for row in matrix.values() for got in row})
+    confusion = Table(title="expected (rows) against named (columns)")
+    confusion.add_column("")
+    for column in columns:
+        confusion.add_column(column, justify="right")
+    for expected in sorted(matrix):
+        counts = matrix[expected]
+        confusion.add_row(*_texts(expected, *(str(counts.get(c, "")) for c in columns)))
+    console.print(confusion)
+
+
 def _texts(*cells: Any) -> list[Any]:
     """Cells as rich ``Text``: what evidence says (a summary, a provider's name) is shown as
     written, not read as markup, its control characters escaped."""

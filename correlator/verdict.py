@@ -1,34 +1,63 @@
-"""The verdict: which layer owns the first failure, and which later failures it explains.
+"""The verdict: which layer owns the first failure, and which other failures it explains.
 
-Failures are events at level error/critical, or with an owner hint, or answering HTTP 5xx.
-Not all failures are equal: a *specific* failure names its owner layer (a TLS handshake error
-at the ingress says ``cert``; an exception classified by ``agent_logging`` carries
-``error.owner_layer``; a workflow transition to ``release_failed`` says ``workflow_state``); a
-*wrapper* or symptom does not ("provisioning failed", an HTTP 500, ``owner_layer=unknown``).
-The verdict is the earliest specific failure; every failure after it is a symptom it
-explains. A wrapper never wins over the earlier, more specific failure it wraps; when there is
-no specific failure at all, the earliest failure is reported with owner ``unknown`` and low
-confidence. No failure at all gives owner ``none``.
+Rules, in the order they are applied (each an operator can check against the timeline):
 
-A timeline cut at its limit holds the *earliest* events, so a specific failure found in it is
-still the first one; but "no failure" or "no failure names its owner" may only mean the
-evidence that would say otherwise lies past the cut. Then the verdict says so: owner
-``unknown`` with confidence 0 instead of ``none``, and a lower confidence for ``unknown``.
+1. **Failures.** An event is a failure when it is logged at ``error``/``critical``, answers
+   HTTP 5xx, moves an entity into a failed state, or is a failure its adapter knows (an nginx
+   TLS line, a SQLSTATE, an AAP job's status). A record that carries an error but was logged
+   at ``warning`` or below is a handled one (a retry that went on to succeed), not a failure;
+   an access log's 401/403 is weak evidence of ``api_auth`` (rule 4), not a failure.
+2. **Owners.** Each failure's owner comes from its evidence (:mod:`correlator.ownership`): a
+   stamp, an adapter that knows its failures, or the shared owner table applied to its text
+   (type, message, causes, stack, exit code, status). A *wrapper* ("provision failed",
+   "internal server error", an access log's 500) names none.
+3. **Specific first.** The verdict is the earliest failure whose own words name an owner.
+   A wrapper never outranks it, wherever it stands. A failure whose owner rests on an HTTP
+   status alone (a 502 at the ingress) is weak: a failure that names its cause in words
+   outranks it, earlier or later (the upstream's own "connection refused" after the clock
+   correction still explains the 502 the ingress logged about it).
+4. **Weak next.** With no specific failure, the earliest weak one names the owner, at a lower
+   confidence; a 401/403 an access log recorded before a wrapper counts as one.
+5. **Fallback.** With no owner named at all, the layer of the first failure that says more
+   than that something failed (else of the first failure) gives the owner: node → ``node``,
+   ingress → ``ingress`` (``api`` for a 500/503 it relayed from its upstream), api → ``api``,
+   workflow → ``workflow_state``, db → ``db``, provider → ``provider``, projection →
+   ``workflow_state``. It is marked ``fallback``; the verdict is never ``unknown`` while a
+   failure exists.
+6. **Symptoms.** The verdict explains every failure after it and every earlier failure that
+   names no owner of its own or a weak one. A repeat of the first failure (the same words but
+   for numbers: a retry) is one of its symptoms, never a rival.
 
-Confidence (0..1) is a plain score, documented so an operator can weigh it: 0.6 for a specific
-first failure, +0.15 when its own layer agrees with its owner (the ingress reporting a cert
-error), +0.15 when it explains later symptoms, +0.05 when no other specific owner appears
-before the first symptom; 0.2 for ``unknown`` (0.1 when the timeline was cut); 1.0 for
-``none``.
+No failure at all gives owner ``none``. A timeline cut at its limit holds the *earliest*
+events, so a specific failure found in it is still the first; but "no failure" may only mean
+that the evidence lies past the cut: then the owner is ``unknown`` with confidence 0, and every
+confidence is lowered.
+
+Confidence (0..1), a plain score an operator can weigh: a specific owner starts at 0.6 when
+stamped or from an adapter and 0.55 when inferred from text, +0.15 when the failure's own
+layer can prove it (the ingress reporting a cert error), +0.15 when it explains later
+failures, +0.05 when no other specific owner appears among them (at most 0.95); a weak owner
+0.4 (+0.1 when it explains others), an access log's refusal before a wrapper 0.45; the
+fallback 0.25. A cut timeline leaves a specific owner's confidence as it is (it is still the
+first) and takes 0.1 off a weak one and 0.15 off the fallback. ``none`` is 1.0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from agent_logging.owner import DEFAULT_RULES, OwnerRule
 from correlator.model import Event
+from correlator.ownership import (
+    RECORD_SOURCES,
+    Ownership,
+    fallback_owner,
+    owner_of,
+    says_why,
+)
 
 __all__ = ["Verdict", "decide", "is_failure"]
 
@@ -42,51 +71,115 @@ _SELF_EVIDENT: Final = {
     "provider": {"provider"},
 }
 _FAILED_STATES: Final = ("failed", "error", "release_failed", "provision_failed")
+_DIGITS: Final = re.compile(r"\d+")
 
 
 def is_failure(event: Event) -> bool:
-    """Whether an event records a failure (as opposed to normal evidence)."""
+    """Whether an event records a failure (as opposed to normal evidence); rule 1 above."""
     if event.level in ("error", "critical"):
-        return True
-    if event.owner_hint is not None:
         return True
     if event.http_status is not None and event.http_status >= 500:
         return True
-    return bool(event.state_to and event.state_to.lower().endswith(_FAILED_STATES))
+    if event.state_to and event.state_to.lower().endswith(_FAILED_STATES):
+        return True
+    # An adapter's own failures (nginx logs a client's TLS handshake failure at info); a
+    # record's stamp on a warning is a handled error, an access log's 4xx a refusal.
+    return (
+        event.owner_hint is not None
+        and event.source not in RECORD_SOURCES
+        and event.http_status is None
+    )
 
 
-def _specific(event: Event) -> bool:
-    return event.owner_hint is not None and event.owner_hint != "unknown"
+def _auth_refusal(event: Event) -> bool:
+    return event.http_status in (401, 403)
 
 
 @dataclass
 class Verdict:
-    """The owner layer of the first failure and what it explains."""
+    """The owner layer of the first failure and what it explains.
+
+    Attributes:
+        owner_layer: the owner, ``none``, or ``unknown`` (a cut timeline without failure).
+        confidence: 0..1, see the module's docstring.
+        first_failure: the failure the verdict stands on.
+        explains: the other failures it explains, in timeline order.
+        reason: the verdict in words: the rule that named the owner and the text it matched.
+        ownership: how the owner was named (None for ``none``/``unknown``).
+        owners: the owner each failure's evidence names, by the event's hash.
+    """
 
     owner_layer: str
     confidence: float
     first_failure: Event | None
     explains: list[Event] = field(default_factory=list)
     reason: str = ""
+    ownership: Ownership | None = None
+    owners: dict[int, Ownership] = field(default_factory=dict)
 
     def as_dict(self, render: Any = None) -> dict[str, Any]:
         """JSON shape of DESIGN §6; ``render`` turns an Event into its JSON form."""
         show = render or (lambda e: e)
-        return {
+        shown: dict[str, Any] = {
             "owner_layer": self.owner_layer,
             "confidence": round(self.confidence, 2),
             "first_failure": show(self.first_failure) if self.first_failure else None,
             "explains": [show(e) for e in self.explains],
             "reason": self.reason,
         }
+        if self.ownership is not None:
+            shown["owner_source"] = self.ownership.source
+            if self.ownership.rule is not None:
+                shown["rule"] = self.ownership.rule
+            if self.ownership.matched is not None:
+                shown["matched"] = self.ownership.matched
+        return shown
 
 
-def decide(events: Sequence[Event], *, truncated: bool = False) -> Verdict:
+def _shape(event: Event) -> str:
+    return _DIGITS.sub("#", event.message.strip().lower())
+
+
+def _quote(text: str | None, limit: int = 120) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _reason(event: Event, ownership: Ownership) -> str:
+    where = (
+        f"at the {event.layer} layer ({event.service})"
+        if event.service
+        else (f"at the {event.layer} layer")
+    )
+    said = _quote(event.message, 160)
+    if ownership.source == "stamped":
+        return f"first failure {where} names its owner (error.owner_layer): {said}"
+    if ownership.source == "adapter":
+        what = f" {ownership.matched}" if ownership.matched else ""
+        kind = "weak: only its HTTP status" if ownership.weak else "the adapter knows it"
+        return f"first failure {where}, {event.source}{what} ({kind}): {said}"
+    weak = " (weak: it rests on the HTTP status alone)" if ownership.weak else ""
+    return (
+        f"first failure {where}: rule {ownership.rule} matched "
+        f"{_quote(ownership.matched, 80)!r}{weak}: {said}"
+    )
+
+
+def decide(
+    events: Sequence[Event],
+    *,
+    truncated: bool = False,
+    rules: Sequence[OwnerRule] = DEFAULT_RULES,
+) -> Verdict:
     """The verdict over events in timeline order (corrected time, oldest first).
 
     Args:
         events: the timeline's events.
         truncated: the events are the earliest of more (the timeline hit its limit).
+        rules: the owner table (an operator's rules first, then the built-in table).
+
+    Returns:
+        The verdict, with the owner each failure's evidence names.
     """
     failures = [e for e in events if is_failure(e)]
     cut = (
@@ -99,29 +192,97 @@ def decide(events: Sequence[Event], *, truncated: bool = False) -> Verdict:
         if truncated:
             return Verdict("unknown", 0.0, None, [], "no failure in the events read" + cut)
         return Verdict("none", 1.0, None, [], "no failure in the evidence")
-    specific = next((e for e in failures if _specific(e)), None)
-    if specific is None:
-        first = failures[0]
+    owners: dict[int, Ownership] = {}
+    for event in failures:
+        if event.hash not in owners and (ownership := owner_of(event, rules)) is not None:
+            owners[event.hash] = ownership
+    penalty = 0.1 if truncated else 0.0
+
+    strong = next((e for e in failures if e.hash in owners and not owners[e.hash].weak), None)
+    if strong is not None:
+        chosen = owners[strong.hash]
+        position = failures.index(strong)
+        explains = [
+            e
+            for i, e in enumerate(failures)
+            if i > position or (i < position and (e.hash not in owners or owners[e.hash].weak))
+        ]
+        later = failures[position + 1 :]
+        shape = _shape(strong)
+        rivals = [
+            e
+            for e in later
+            if e.hash in owners
+            and not owners[e.hash].weak
+            and owners[e.hash].owner_layer != chosen.owner_layer
+            and _shape(e) != shape
+        ]
+        confidence = 0.6 if chosen.source in ("stamped", "adapter") else 0.55
+        if chosen.owner_layer in _SELF_EVIDENT.get(strong.layer, ()):
+            confidence += 0.15
+        if later:
+            confidence += 0.15
+        if not rivals:
+            confidence += 0.05
+        symptoms = f"; explains {len(explains)} other failures" if explains else ""
         return Verdict(
-            "unknown",
-            0.1 if truncated else 0.2,
-            first,
-            failures[1:],
-            f"{len(failures)} failures, none names its owner; the first: {first.message[:120]}"
-            + cut,
+            chosen.owner_layer,
+            min(confidence, 0.95),
+            strong,
+            explains,
+            _reason(strong, chosen) + symptoms + cut,
+            chosen,
+            owners,
         )
-    # After it in the timeline's order, which is corrected time: a source's raw time may run
-    # behind, and its symptom still comes after the failure it follows from.
-    explains = failures[failures.index(specific) + 1 :]
-    owner = str(specific.owner_hint)
-    confidence = 0.6
-    if owner in _SELF_EVIDENT.get(specific.layer, ()):
-        confidence += 0.15
-    if explains:
-        confidence += 0.15
-    rivals = [e for e in explains if _specific(e) and e.owner_hint != owner]
-    if not rivals:
-        confidence += 0.05
-    symptoms = f"; explains {len(explains)} later failures" if explains else ""
-    reason = f"first specific failure at the {specific.layer} layer: {specific.message[:160]}"
-    return Verdict(owner, min(confidence, 0.95), specific, explains, reason + symptoms + cut)
+
+    weak = next((e for e in failures if e.hash in owners), None)
+    if weak is None:
+        # An access log's 401/403 before the first failure: the request was refused.
+        first_ns = failures[0].ts_ns
+        refusal = next((e for e in events if _auth_refusal(e) and e.ts_ns <= first_ns + 1), None)
+        if refusal is not None:
+            ownership = Ownership("api_auth", "adapter", f"{refusal.source} adapter", None, True)
+            owners[refusal.hash] = ownership
+            return Verdict(
+                "api_auth",
+                0.45 - penalty,
+                refusal,
+                failures,
+                f"no failure names its owner; the {refusal.layer} refused a request before the "
+                f"first failure (HTTP {refusal.http_status}, weak): {_quote(refusal.message)}"
+                + cut,
+                ownership,
+                owners,
+            )
+    if weak is not None:
+        chosen = owners[weak.hash]
+        position = failures.index(weak)
+        explains = [e for i, e in enumerate(failures) if i != position]
+        confidence = 0.4 + (0.1 if explains else 0.0) - penalty
+        symptoms = f"; explains {len(explains)} other failures" if explains else ""
+        return Verdict(
+            chosen.owner_layer,
+            confidence,
+            weak,
+            explains,
+            "no failure names its owner in words; " + _reason(weak, chosen) + symptoms + cut,
+            chosen,
+            owners,
+        )
+
+    first = next((e for e in failures if says_why(e)), failures[0])
+    owner = fallback_owner(first)
+    fallback = Ownership(owner, "fallback", f"layer {first.layer}", None)
+    explains = [e for e in failures if e is not first]
+    what = "the first failure that says why" if says_why(first) else "the first failure"
+    return Verdict(
+        owner,
+        0.25 - (0.15 if truncated else 0.0),
+        first,
+        explains,
+        f"no evidence names an owner ({len(failures)} failures); {what} is at the "
+        f"{first.layer} layer, so {owner} (fallback: low confidence): {_quote(first.message)}"
+        + cut,
+        fallback,
+        owners,
+    )

@@ -15,7 +15,8 @@ import pytest
 import requests
 import starlette.exceptions
 
-from agent_logging._owner import (
+from agent_logging.errors import ConfigurationError
+from agent_logging.owner import (
     DEFAULT_RULES,
     MAX_CHAIN,
     OwnerRule,
@@ -23,7 +24,6 @@ from agent_logging._owner import (
     error_info,
     exception_chain,
 )
-from agent_logging.errors import ConfigurationError
 
 
 def _fake(qualified: str, *bases: type[BaseException]) -> type[Exception]:
@@ -302,12 +302,14 @@ def test_custom_rules() -> None:
     job_canceled = _fake("awx.api.JobCanceled")
     rules = [
         OwnerRule("provider", type_names=("awx.api.JobCanceled",), name="aap-canceled"),
-        OwnerRule("node", errnos=frozenset({errno.ENOSPC}), name="disk-full"),
+        OwnerRule("node", errnos=frozenset({errno.EBUSY}), name="device-busy"),
         *DEFAULT_RULES,
     ]
     assert classify(job_canceled("canceled"), rules) == "provider"
-    assert classify(OSError(errno.ENOSPC, "No space left on device"), rules) == "node"
-    assert classify(OSError(errno.ENOSPC, "No space left on device")) == "unknown"
+    assert classify(OSError(errno.EBUSY, "Device or resource busy"), rules) == "node"
+    assert classify(OSError(errno.EBUSY, "Device or resource busy")) == "unknown"
+    # The built-in table knows a full disk (it did not before the owner table was shared).
+    assert classify(OSError(errno.ENOSPC, "No space left on device")) == "node"
     assert classify(_cert_expired(), rules) == "cert"
     assert classify(_cert_expired(), []) == "unknown"
 

@@ -46,9 +46,10 @@ def test_a_cut_timeline_without_failure_does_not_claim_there_is_none() -> None:
 def test_a_cut_timeline_says_a_specific_failure_may_lie_past_the_cut() -> None:
     wrapper = ev(3, "api", "provisioning failed", level="error")
     verdict = decide([*HEALTHY, wrapper], truncated=True)
-    assert (verdict.owner_layer, verdict.confidence) == ("unknown", 0.1)
+    assert (verdict.owner_layer, verdict.confidence) == ("api", 0.1)
     assert verdict.reason == (
-        "1 failures, none names its owner; the first: provisioning failed" + _CUT.format(5)
+        "no evidence names an owner (1 failures); the first failure is at the api layer, so "
+        "api (fallback: low confidence): provisioning failed" + _CUT.format(5)
     )
 
 
@@ -79,7 +80,7 @@ def test_a_specific_failure_in_a_cut_timeline_is_still_the_first() -> None:
             0.95,
         ),
         (
-            ev(3, "api", "rejected token", level="warning", http_status=401, owner_hint="api_auth"),
+            ev(3, "api", "rejected token", level="error", http_status=401, owner_hint="api_auth"),
             "api_auth",
             0.95,
         ),
@@ -174,13 +175,16 @@ def test_symptoms_follow_in_corrected_order_even_when_their_clock_runs_behind() 
 
 
 def test_a_wrapper_never_wins_even_when_it_is_earlier_than_nothing_specific() -> None:
+    # Nothing names an owner: the fallback takes the first failure's layer, never "unknown".
     wrapper = ev(4, "api", "provisioning failed", level="error", owner_hint="unknown")
-    http_500 = ev(5, "ingress", "GET /v1/allocations/a-9", http_status=500)
+    http_500 = ev(5, "ingress", "GET /v1/allocations/a-9", http_status=500, http_method="GET")
     verdict = decide([*HEALTHY, wrapper, http_500])
-    assert verdict.owner_layer == "unknown"
-    assert verdict.confidence == 0.2
+    assert verdict.owner_layer == "api"
+    assert verdict.confidence == 0.25
     assert verdict.first_failure is wrapper
     assert verdict.explains == [http_500]
+    assert verdict.ownership is not None
+    assert verdict.ownership.source == "fallback"
 
 
 CERT = ev(3, "ingress", "certificate has expired", level="error", owner_hint="cert")
@@ -196,13 +200,13 @@ DB = ev(6, "db", "deadlock detected", level="error", owner_hint="db")
     [
         # Alone: 0.6, +0.15 its own layer's owner, +0.05 no rival.
         ([CERT], [], 0.8),
-        # Earlier failures that name no owner are not explained by a later cause.
-        ([WRAPPER, HTTP_502, CERT], [], 0.8),
-        ([WRAPPER, CERT, SAME_TIME_500], [SAME_TIME_500], 0.95),  # at the same instant: explained
+        # Earlier failures that name no owner (or a weak one) are outranked and explained.
+        ([WRAPPER, HTTP_502, CERT], [WRAPPER, HTTP_502], 0.8),
+        ([WRAPPER, CERT, SAME_TIME_500], [WRAPPER, SAME_TIME_500], 0.95),
         # The same owner again is no rival; another owner is (no +0.05).
         ([CERT, CERT_AGAIN], [CERT_AGAIN], 0.95),
         ([CERT, DB], [DB], 0.9),
-        ([HTTP_502, CERT, CERT_AGAIN, DB], [CERT_AGAIN, DB], 0.9),
+        ([HTTP_502, CERT, CERT_AGAIN, DB], [HTTP_502, CERT_AGAIN, DB], 0.9),
     ],
 )
 def test_the_earliest_specific_failure_explains_what_follows_and_rivals_lower_confidence(
@@ -223,7 +227,15 @@ def test_the_earliest_specific_failure_explains_what_follows_and_rivals_lower_co
         (ev(0, "ingress", "GET /", http_status=503), True),
         (ev(0, "ingress", "GET /", http_status=404), False),
         (ev(0, "workflow", "x", state_to="release_failed"), True),
-        (ev(0, "api", "x", owner_hint="api_auth", level="warning"), True),
+        # A record's stamp on a warning is an error it handled (a retry that went on).
+        (ev(0, "api", "x", owner_hint="api_auth", level="warning"), False),
+        # An adapter's own failure is one at any level (nginx logs TLS failures at info).
+        (ev(0, "ingress", "SSL_do_handshake() failed", source="nginx", owner_hint="cert"), True),
+        # An access log's 401 is a refusal, not a failure.
+        (
+            ev(0, "ingress", "GET / 401", source="nginx", http_status=401, owner_hint="api_auth"),
+            False,
+        ),
     ],
 )
 def test_what_counts_as_a_failure(event, failure) -> None:  # type: ignore[no-untyped-def]
