@@ -60,6 +60,7 @@ from typing import Any, Final
 
 import orjson
 
+from agent_logging.owner import DEFAULT_RULES
 from benchmarks._common import cpu_ticks, machine_note, rss_kib, steal_share
 from benchmarks._correlator_report import kinds_table, load, record, section, table
 from benchmarks.fleet import SEED_KINDS, Fleet, generate, load_fleet, save_fleet
@@ -197,16 +198,28 @@ def measure_timelines(
             profiler = cProfile.Profile()
             profiler.enable()
         data: dict[str, Any] = first
-        for key, value in seeds[1:]:
-            # The previous answer is freed before the clock starts: rebinding ``data`` would
-            # free it inside the next query's time (~15 ms for a busy node's 10,000 events).
-            del data
-            gc.collect()
-            started = time.perf_counter()
-            data = incident.timeline_for(store, key, value)
-            per_kind[key].append(time.perf_counter() - started)
-            sizes[key].append(len(data["events"]))
-            truncated += bool(data["truncated"])
+        without_table: list[float] = []
+        for number, (key, value) in enumerate(seeds[1:]):
+            # The same query without the owner table's reading of the evidence's text (owners
+            # from stamps and adapters only, as before the table was shared), in turn first and
+            # second: what the table adds to a timeline, measured in the same run.
+            for table in (True, False) if number % 2 else (False, True):
+                # The previous answer is freed before the clock starts: rebinding ``data``
+                # would free it inside the next query's time (~15 ms for a busy node's
+                # 10,000 events).
+                del data
+                gc.collect()
+                started = time.perf_counter()
+                data = incident.timeline_for(
+                    store, key, value, rules=DEFAULT_RULES if table else ()
+                )
+                took = time.perf_counter() - started
+                if not table:
+                    without_table.append(took)
+                    continue
+                per_kind[key].append(took)
+                sizes[key].append(len(data["events"]))
+                truncated += bool(data["truncated"])
         if profiler is not None:
             import pstats
 
@@ -226,6 +239,8 @@ def measure_timelines(
         "p50_s": _percentile(warm, 0.5),
         "p95_s": _percentile(warm, 0.95),
         "max_s": max(warm),
+        "p50_without_table_s": _percentile(without_table, 0.5),
+        "p95_without_table_s": _percentile(without_table, 0.95),
         "truncated": truncated,
         "by_kind": {
             k: {
@@ -345,7 +360,9 @@ def run_size(
     )
     _say(
         f"{events:,}: timeline p50 {timelines['p50_s'] * 1000:.0f} ms, "
-        f"p95 {timelines['p95_s'] * 1000:.0f} ms{steal}"
+        f"p95 {timelines['p95_s'] * 1000:.0f} ms{steal}; without the owner table's reading "
+        f"of the text p95 {timelines['p95_without_table_s'] * 1000:.0f} ms (ratio "
+        f"{timelines['p95_s'] / timelines['p95_without_table_s']:.3f})"
     )
     if keep:
         if cluster:

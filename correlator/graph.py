@@ -14,8 +14,10 @@ Each *kind* of link (an ordered pair of identifier kinds) is classified from the
 Expansion from a seed follows ``1:1`` and ``1:n`` links: what it reaches belongs to the seed
 alone. A parent reached through an ``n:1`` link is *not* expanded (a busy node would pull in
 the whole fleet): it becomes a windowed parent, whose own events are included only inside
-the incident's time window and only when they do not belong to a sibling. ``m:n`` links are
-refused. Everything refused is reported with the reason, and fan-out is capped.
+the incident's time window and only when they do not belong to a sibling. A place (a node,
+a node instance) reached from a unit of work (a request, an allocation, a workflow run) is
+such a parent whatever its link's class: that a node ran only this allocation in the store at
+hand says nothing of the next one. ``m:n`` links are refused. Everything refused is reported with the reason, and fan-out is capped.
 
 Lookups are batched: before it reads the links of an identifier it has not seen yet, the
 expansion hands every identifier waiting in its queue to ``prefetch`` (when given), so a store
@@ -214,7 +216,11 @@ def expand(
                     LinkUse(key, value, other, values, kind, events, False, reason)
                 )
                 continue
-            if kind == "n:1":
+            # A place reached from a unit of work is a parent whatever the data says: a node
+            # that ran one allocation in this store runs the next one tomorrow, and one that
+            # looks 1:1 here would let its other allocations in through its own 1:n links.
+            place = other in PLACE_KEYS and key in WORK_KEYS
+            if kind == "n:1" or place:
                 for parent_value in values:
                     parent_key = (other, parent_value)
                     if parent_key in parents or parent_value in expansion.ids.get(other, []):
@@ -229,8 +235,13 @@ def expand(
                         kind,
                         events,
                         True,
-                        f"parent: {other} is shared by other {key} values; its own events are "
-                        "included inside the time window, its other children are not",
+                        (
+                            f"parent: {other} is shared by other {key} values; its own events "
+                            "are included inside the time window, its other children are not"
+                            if kind == "n:1"
+                            else f"parent: {other} is a place work runs on; its own events are "
+                            "included inside the time window, its other work's are not"
+                        ),
                     )
                 )
                 continue

@@ -159,6 +159,15 @@ def evidence_of(event: Event, *, with_stack: bool = False) -> Evidence:
     )
 
 
+#: How a stack key looks in a raw JSON line (a substring test before any parse).
+_STACK_MARKS: Final = tuple(f'"{key}"' for key in _STACK_KEYS)
+
+
+def _has_stack(event: Event) -> bool:
+    raw = event.raw
+    return event.source in RECORD_SOURCES and any(mark in raw for mark in _STACK_MARKS)
+
+
 def _stack(event: Event) -> str | None:
     """A record's stack trace, read back from its raw line."""
     if event.source not in RECORD_SOURCES or not event.raw.startswith("{"):
@@ -199,7 +208,7 @@ def owner_of(event: Event, rules: Sequence[OwnerRule] = DEFAULT_RULES) -> Owners
         ) or event.state_to is not None
         return Ownership(hint, "adapter", f"{event.source} adapter", event.error_type, weak)
     match = classify_evidence(evidence_of(event), rules)
-    if match is None or match.weak:
+    if (match is None or match.weak) and _has_stack(event):
         deeper = classify_evidence(evidence_of(event, with_stack=True), rules)
         if deeper is not None and not deeper.weak:
             match = deeper

@@ -19,13 +19,20 @@ tail of a stack), so a multi-megabyte or binary error text costs no more than a 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from agent_logging._secrets import redact_text
 from agent_logging._types import OWNER_LAYERS
-from agent_logging.owner._rule import Link, OwnerRule, exception_message
+from agent_logging.owner._rule import (
+    Link,
+    OwnerRule,
+    errnos_in,
+    exception_message,
+    exit_codes_in,
+)
 from agent_logging.owner._table import DEFAULT_RULES
 
 __all__ = [
@@ -292,14 +299,32 @@ def classify_evidence(
     """
     links = _links(evidence)
     weak: OwnerMatch | None = None
+    prefilter = _prefilter(rules)
     for link in links:
-        for rule in rules:
+        text = link[1] or ""
+        # Read once per piece of text, when the first rule that needs them is reached.
+        hits: set[int] | None = None
+        filtered = False
+        errnos: set[int] | None = None
+        codes: set[int] | None = None
+        for index, rule in enumerate(rules):
+            if rule.message_patterns and prefilter is not None:
+                if not filtered:
+                    hits, filtered = prefilter.hits(text), True
+                if hits is not None and index not in hits:
+                    continue  # its patterns cannot match this text: no need to search it
+            if rule.errnos and errnos is None:
+                errnos = errnos_in(text)
+            if rule.exit_codes and codes is None:
+                codes = exit_codes_in(text)
             quote = rule.matches_link(
                 link,
                 status=evidence.status,
                 exit_code=evidence.exit_code,
                 service=evidence.service,
                 layer=evidence.layer,
+                errnos=errnos,
+                codes=codes,
             )
             if quote is None:
                 continue
@@ -308,6 +333,66 @@ def classify_evidence(
                 continue
             return OwnerMatch(rule.owner_layer, rule.name, quote)
     return weak
+
+
+class _Prefilter:
+    """Which rules' patterns can match a text, in one pass: an RE2 set of every rule's
+    alternation, a DFA that reads the text once (about 1 µs for a message, where trying the
+    rules' patterns one by one takes 50-150 µs when none matches: the common case of a
+    failure no rule knows, and of a wrapper).
+
+    Only ASCII text is filtered: there RE2 and Python's ``re`` agree on every construct the
+    tables use (``\\b``, ``\\w``, case folding); other text is searched rule by rule."""
+
+    __slots__ = ("_indexes", "_set")
+
+    def __init__(self, rules: Sequence[OwnerRule]) -> None:
+        import re2  # the google-re2 package: a dependency of agent_logging
+
+        options = re2.Options()
+        options.case_sensitive = False
+        options.never_capture = True
+        options.log_errors = False  # its C++ logger writes to stderr
+        options.max_mem = 64 << 20  # the DFA of ~200 alternatives needs more than the default
+        self._set = re2.Set.SearchSet(options)
+        self._indexes: list[int] = []
+        for index, rule in enumerate(rules):
+            if rule.message_patterns:
+                self._set.Add("|".join(f"(?:{p})" for p in rule.message_patterns))
+                self._indexes.append(index)
+        self._set.Compile()
+
+    def hits(self, text: str | None) -> set[int] | None:
+        """The indexes of the rules whose patterns match ``text``; None: search them all."""
+        if not text:
+            return set()
+        if not text.isascii():
+            return None
+        indexes = self._indexes
+        return {indexes[i] for i in self._set.Match(text) or ()}
+
+
+_PREFILTERS: dict[int, tuple[Sequence[OwnerRule], _Prefilter | None]] = {}
+_PREFILTERS_LOCK: Final = threading.Lock()
+
+
+def _prefilter(rules: Sequence[OwnerRule]) -> _Prefilter | None:
+    """The prefilter of a table, built once per table (a tuple: a list may change under
+    it); None when the table cannot have one (then every rule is searched)."""
+    if not isinstance(rules, tuple):
+        return None
+    found = _PREFILTERS.get(id(rules))
+    if found is not None and found[0] is rules:
+        return found[1]
+    try:
+        built: _Prefilter | None = _Prefilter(rules)
+    except Exception:  # noqa: BLE001 - no set (memory, a pattern RE2 refuses): search them all
+        built = None
+    with _PREFILTERS_LOCK:
+        if len(_PREFILTERS) >= 16:
+            _PREFILTERS.clear()
+        _PREFILTERS[id(rules)] = (rules, built)
+    return built
 
 
 _WRAPPER: Final = re.compile(

@@ -62,11 +62,16 @@ _EXIT: Final = re.compile(
 
 def errnos_in(text: str) -> set[int]:
     """The ``errno`` values a message prints (``[Errno 111]``, ``errno=28``)."""
+    if "rrno" not in text and "RRNO" not in text:  # a substring test before the regex's scan
+        return set()
     return {int(a or b) for a, b in _ERRNO.findall(text)}
 
 
 def exit_codes_in(text: str) -> set[int]:
     """The process exit codes a message prints (``exit status 127``, ``rc=2``)."""
+    lowered = text.lower()
+    if "exit" not in lowered and "rc" not in lowered and "status=" not in lowered:
+        return set()
     return {int(next(g for g in groups if g)) for groups in _EXIT.findall(text)}
 
 
@@ -246,6 +251,8 @@ class OwnerRule:
         exit_code: int | None = None,
         service: str | None = None,
         layer: str | None = None,
+        errnos: set[int] | None = None,
+        codes: set[int] | None = None,
     ) -> str | None:
         """Whether one (type, message) of evidence text meets every criterion; never raises.
 
@@ -255,6 +262,8 @@ class OwnerRule:
             exit_code: the evidence's exit code, when it has one as a field.
             service: the service that logged the evidence.
             layer: the layer that logged it.
+            errnos: the message's :func:`errnos_in`, when the caller read them already.
+            codes: the message's :func:`exit_codes_in`, likewise.
 
         Returns:
             What matched, to be quoted (the text a pattern matched, else the type, the
@@ -274,12 +283,12 @@ class OwnerRule:
             quote = quote or f"HTTP {status}"
         text = message or ""
         if self.errnos:
-            found = errnos_in(text) & self.errnos
+            found = (errnos_in(text) if errnos is None else errnos) & self.errnos
             if not found:
                 return None
             quote = quote or f"[Errno {min(found)}]"
         if self.exit_codes:
-            codes = exit_codes_in(text)
+            codes = set(exit_codes_in(text) if codes is None else codes)
             if exit_code is not None:
                 codes.add(exit_code)
             found = codes & self.exit_codes

@@ -239,6 +239,7 @@ _WORKFLOW_MESSAGES: Final = (
     r"\brelease_failed\b",
     r"stuck in (?:state|status)?",
     r"\bversion conflict\b|\boptimistic lock",
+    r"(?:can't|cannot) trigger event \S{1,100} from state",  # Python transitions' MachineError
 )
 
 _PROVIDER_MESSAGES: Final = (

@@ -81,6 +81,15 @@ _ERROR_CLASSES: Final = tuple(
 )
 
 
+#: Error-log messages about a client's request for a file that is missing or forbidden:
+#: the 404s and 403s of the access log, which nginx also logs at ``[error]``.
+_BENIGN: Final = re.compile(
+    r'(?P<file_not_found>open\(\) "[^"\n]{0,4096}" failed \((?:2|20): )'
+    r'|(?P<directory_index_forbidden>directory index of "[^"\n]{0,4096}" is forbidden)'
+    r"|(?P<forbidden_by_rule>access forbidden by rule)"
+)
+
+
 @dataclasses.dataclass(slots=True)
 class PendingRecord:
     """An error-log record whose message opened a quote that a later line closes."""
@@ -157,6 +166,12 @@ def error_event(
         ((kind, who) for pattern, kind, who in _ERROR_CLASSES if pattern.search(message)),
         (None, None),
     )
+    level = _LEVELS.get(nginx_level, "info")
+    if error_type is None and (benign := _BENIGN.search(message)) is not None:
+        # nginx logs a client's request for a missing or forbidden file at [error]; it is the
+        # access log's 404 or 403, not a failure of the ingress (nor a missing prerequisite).
+        error_type = next(kind for kind, group in benign.groupdict().items() if group)
+        level = "warning" if level in ("error", "critical") else level
     method, path, protocol = request_line(context.get("request", ""))
     if protocol:
         attrs["protocol"] = protocol
@@ -169,7 +184,7 @@ def error_event(
         raw=text,
         hash=content_hash(SOURCE, raw),
         service=service_name(context.get("server"), context.get("host")),
-        level=_LEVELS.get(nginx_level, "info"),
+        level=level,
         http_method=method,
         http_path=path,
         owner_hint=owner,

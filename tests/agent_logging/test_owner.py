@@ -431,3 +431,11 @@ def test_default_rules_are_named() -> None:
     names = [rule.name for rule in DEFAULT_RULES]
     assert all(names)
     assert len(set(names)) == len(names)
+
+
+def test_a_connection_refused_without_errno_is_the_ingress_as_documented() -> None:
+    # Raised by hand (asyncio, libraries that wrap a refusal) it carries no errno; the
+    # table's docstring says a ConnectionRefusedError is the ingress's, with or without one.
+    assert ConnectionRefusedError("the API refused the claim").errno is None
+    assert classify(ConnectionRefusedError("the API refused the claim")) == "ingress"
+    assert classify(RuntimeError("claim failed").with_traceback(None)) == "unknown"

@@ -66,11 +66,13 @@ def test_a_busy_node_does_not_pull_in_unrelated_allocations() -> None:
         "allocation_id": ["a-9"],
         "correlation_id": ["c-90", "c-91", "c-92"],
         "workflow_id": ["wf-9p", "wf-9r"],
-        "node_instance_id": ["ni-4"],
     }
-    # The node is a windowed parent, never expanded: its 29 other allocations stay out.
+    # The node is a windowed parent, never expanded: its 29 other allocations stay out. So is
+    # the node instance, although wf-9p is the only work it ran in this evidence (1:1): a
+    # place is where work runs, never a unit of work's own.
     assert [(p.key, p.value, p.child_key) for p in expansion.parents] == [
-        ("node_id", "n-17", "allocation_id")
+        ("node_id", "n-17", "allocation_id"),
+        ("node_instance_id", "ni-4", "workflow_id"),
     ]
     followed = {
         (link.from_key, link.to_key, link.cardinality) for link in expansion.links if link.followed
@@ -90,13 +92,13 @@ _MN = ("correlation_id", "m:n: shared both ways")
             ("allocation_id", "a-9"),
             2,
             [("correlation_id", "fan-out: 3 correlation_id values (limit 2)")],
-            {"allocation_id": 1, "workflow_id": 2, "node_instance_id": 1},
+            {"allocation_id": 1, "workflow_id": 2},
         ),
         (
             ("allocation_id", "a-9"),
             3,
             [],
-            {"allocation_id": 1, "correlation_id": 3, "workflow_id": 2, "node_instance_id": 1},
+            {"allocation_id": 1, "correlation_id": 3, "workflow_id": 2},
         ),
         # n-17 ran 30 allocations: its children at a limit of 30, capped below it.
         (

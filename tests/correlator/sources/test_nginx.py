@@ -1057,3 +1057,31 @@ def test_combined_round_trip(agent: str, status: int, request_id: str, path: str
     assert isinstance(item, Event)
     assert (item.http_method, item.http_path, item.http_status) == ("PUT", path, status)
     assert (item.correlation_id, item.attrs["user_agent"]) == (request_id, agent)
+
+
+# Captured from nginx/1.22.1 (Debian) serving a folder on 127.0.0.1: GET of a missing file, of
+# a folder without an index (autoindex off), and of a location under `deny all`.
+_BENIGN_LINES = [
+    b'2026/11/29 01:51:46 [error] 3602#3602: *1 open() "/tmp/ngx/html/favicon.ico" failed '
+    b"(2: No such file or directory), client: 127.0.0.1, server: files.local, request: "
+    b'"GET /favicon.ico HTTP/1.1", host: "127.0.0.1:18089"',
+    b'2026/11/29 01:51:46 [error] 3602#3602: *2 directory index of "/tmp/ngx/html/dir/" is '
+    b'forbidden, client: 127.0.0.1, server: files.local, request: "GET /dir/ HTTP/1.1", '
+    b'host: "127.0.0.1:18089"',
+    b"2026/11/29 01:51:46 [error] 3602#3602: *3 access forbidden by rule, client: 127.0.0.1, "
+    b'server: files.local, request: "GET /private/x HTTP/1.1", host: "127.0.0.1:18089"',
+]
+
+
+def test_a_clients_missing_or_forbidden_file_is_no_ingress_failure() -> None:
+    # nginx logs these at [error]; they are the access log's 404 and 403s. Left at error, the
+    # owner table would read "No such file or directory" as a missing deploy prerequisite.
+    from correlator.verdict import is_failure
+
+    events = [e for e in parse(_BENIGN_LINES, "error.log") if isinstance(e, Event)]
+    assert [(e.level, e.error_type, e.owner_hint) for e in events] == [
+        ("warning", "file_not_found", None),
+        ("warning", "directory_index_forbidden", None),
+        ("warning", "forbidden_by_rule", None),
+    ]
+    assert not any(map(is_failure, events))
