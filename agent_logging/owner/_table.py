@@ -240,6 +240,10 @@ _WORKFLOW_MESSAGES: Final = (
     r"stuck in (?:state|status)?",
     r"\bversion conflict\b|\boptimistic lock",
     r"(?:can't|cannot) trigger event \S{1,100} from state",  # Python transitions' MachineError
+    # Optimistic concurrency: the record changed under the writer (a lost update refused)
+    r"\bstale (?:\w{1,40} )?(?:version|revision|generation|state)\b",
+    r"\bStaleDataError\b",  # SQLAlchemy's version counter
+    r"the object has been modified; please apply your changes to the latest version",  # k8s
 )
 
 _PROVIDER_MESSAGES: Final = (

@@ -27,24 +27,18 @@ import pytest
 from correlator import demo
 from correlator.cli import main
 from tests.correlator.conftest import DEMO_NOW_NS
+from tests.real_parts import missing
 from tests.servers import free_port
 
 try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    pytest.skip(
-        "the playwright package is not installed (pip install playwright)",
-        allow_module_level=True,
-    )
+except ImportError:  # pragma: no cover - depends on the environment; `site` says so
+    PLAYWRIGHT = False
+else:
+    PLAYWRIGHT = True
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="Debian's chromium is not installed (apt-get install chromium)",
-    ),
-]
+pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -111,6 +105,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     The browser starts while the service imports and opens its store: the two take seconds
     each on a small machine.
     """
+    # Every test of the module comes through here: a missing part skips them, or fails them
+    # in CI (tests.real_parts).
+    if not PLAYWRIGHT:
+        missing("Playwright", "the playwright package is not installed")
+    if not CHROMIUM.exists():
+        missing("Chromium", f"Debian's chromium is not installed ({CHROMIUM} is missing)")
     root = tmp_path_factory.mktemp("web")
     db = root / "demo.duckdb"
     demo.build(db, now_ns=DEMO_NOW_NS)
@@ -240,7 +240,7 @@ def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page)
     verdict = page.locator("#verdict")
     expect(verdict).to_contain_text("allocation_id=a-7f3c")
     expect(verdict.locator(".owner")).to_have_text("cert")
-    expect(verdict).to_contain_text("confidence 90%")
+    expect(verdict).to_contain_text("confidence 95%")
     data = _timeline_json(server, "allocation_id=a-7f3c")
     present = {event["layer"] for event in data["events"]}
     assert present == BASE_LAYERS
