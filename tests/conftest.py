@@ -7,6 +7,7 @@ import io
 import logging
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ import pytest
 
 import agent_logging
 from agent_logging import _context, _state
+from tests import real_parts
 
 pytest_plugins = ["tests.lokisim.fixtures", "tests.pg"]
 
@@ -64,3 +66,18 @@ def captured() -> Callable[..., Captured]:
         return sink
 
     return configure
+
+
+@pytest.fixture(scope="session")
+def real_loki() -> str:
+    """The base URL of the run's real Loki (``$LOKI_URL``, which ``scripts/test.sh`` starts).
+
+    Without it the test skips, or fails in CI (:func:`tests.real_parts.missing`).
+    """
+    return real_parts.real_loki_url()
+
+
+@pytest.fixture(scope="session")
+def loki_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real Loki binary (``../shared/bin/loki``), for tests that run one of their own."""
+    return real_parts.loki_binary(tmp_path_factory.mktemp("loki-bin"))

@@ -4,7 +4,8 @@
   data directory, listening on 127.0.0.1 only on a free port, trust authentication, and yields
   a libpq DSN for its ``postgres`` database; stops the cluster and deletes the directory at the
   end of the session. Skips, saying why, when the PostgreSQL server binaries are not installed
-  (Debian: ``apt-get install postgresql``) or cannot be run.
+  (Debian: ``apt-get install postgresql``) or cannot be run; in CI (``CI=true``) that fails
+  instead (:func:`tests.real_parts.missing`).
 
 PostgreSQL refuses to run as root; under root the binaries run as the ``postgres`` user via
 ``runuser``. Binaries are looked up on ``PATH``, then in ``/usr/lib/postgresql/*/bin``
@@ -23,6 +24,7 @@ import pytest
 
 from devstack.database import _runner as server_runner
 from devstack.database import find_binaries
+from tests.real_parts import missing
 from tests.servers import free_port
 
 __all__ = ["postgres_dsn"]
@@ -41,11 +43,11 @@ def postgres_dsn() -> Iterator[str]:
     """A DSN of a freshly started, throwaway PostgreSQL on 127.0.0.1."""
     bin_dir = find_binaries()
     if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        missing("PostgreSQL", "the server binaries (initdb, pg_ctl) are not installed")
     try:
         prefix = server_runner()
     except RuntimeError as exc:  # root without runuser or a postgres user
-        pytest.skip(str(exc))
+        missing("PostgreSQL", str(exc))
     root = Path(tempfile.mkdtemp(prefix="correlator-pg-"))
     data = root / "data"
     if prefix:
@@ -67,7 +69,7 @@ def postgres_dsn() -> Iterator[str]:
     )
     if initdb.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"initdb failed: {initdb.stderr.strip()[-500:]}")
+        missing("PostgreSQL", f"initdb failed: {initdb.stderr.strip()[-500:]}")
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
     started = _run(
         [
@@ -88,7 +90,7 @@ def postgres_dsn() -> Iterator[str]:
     if started.returncode != 0:
         log = (root / "server.log").read_text(errors="replace")[-1000:]
         shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"pg_ctl start failed: {started.stderr.strip()} {log}")
+        missing("PostgreSQL", f"pg_ctl start failed: {started.stderr.strip()} {log}")
     try:
         yield f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
     finally:

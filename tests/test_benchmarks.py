@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devstack.supervisor import missing_binaries
+from tests.real_parts import need_devstack_parts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -59,9 +59,7 @@ def test_a_benchmark_runs_and_reports(
 
 
 def test_the_devstack_benchmark_runs_a_scenario() -> None:
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(f"the devstack needs the Debian packages {', '.join(missing)}")
+    need_devstack_parts()
     # The system temporary directory: the postgres user and nginx's workers must reach the
     # stack's directories, which pytest's private ones do not let them.
     report = _run("devstack", ["--scenarios", "missing-prerequisite", "--rounds", "1"], None)

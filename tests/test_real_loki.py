@@ -1,8 +1,10 @@
-"""The whole path against a real Loki: runs only when ``LOKI_URL`` is set.
+"""The whole path against a real Loki: the one at ``$LOKI_URL``.
 
-``LOKI_URL=http://127.0.0.1:3100 bash scripts/test.sh -k real_loki`` (``LOKI_TENANT`` too, for
-a multi-tenant Loki). Every run uses its own service name and identifiers, so a shared Loki
-holding other data does not confuse it.
+``bash scripts/test.sh`` starts a real Loki (``../shared/loki/start-loki``) and exports its URL;
+by hand, ``eval "$(../shared/loki/start-loki)"; export LOKI_URL`` first, or point ``LOKI_URL``
+at a Loki of your own (``LOKI_TENANT`` too, for a multi-tenant one). Without ``LOKI_URL`` these
+tests skip, and fail in CI (``CI=true``: :mod:`tests.real_parts`). Every run uses its own
+service name and identifiers, so a shared Loki holding other data does not confuse it.
 """
 
 from __future__ import annotations
@@ -21,22 +23,18 @@ import pytest
 import agent_logging
 from agent_logging._loki_client import LokiClient
 from correlator.cli import main as correlator
-from tests.lokisim.fixtures import LOKI_TENANT_ENV, LOKI_URL_ENV, VISIBILITY_TIMEOUT_S
+from tests.lokisim.fixtures import LOKI_TENANT_ENV, VISIBILITY_TIMEOUT_S
 
-LOKI_URL = os.environ.get(LOKI_URL_ENV, "").rstrip("/")
 TENANT = os.environ.get(LOKI_TENANT_ENV) or None
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not LOKI_URL, reason="LOKI_URL is not set: no real Loki to test against"),
-]
+pytestmark = pytest.mark.integration
 
 
 def _wait_visible(
-    query: str, start_ns: int, expected: int, timeout_s: float = VISIBILITY_TIMEOUT_S
+    url: str, query: str, start_ns: int, expected: int, timeout_s: float = VISIBILITY_TIMEOUT_S
 ) -> list[str]:
     pause = threading.Event()
-    with LokiClient(LOKI_URL, tenant=TENANT) as client:
+    with LokiClient(url, tenant=TENANT) as client:
         deadline = time.monotonic() + timeout_s
         while True:
             lines = [
@@ -50,7 +48,7 @@ def _wait_visible(
             pause.wait(0.5)
 
 
-def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None:
+def test_records_drain_and_correlate_through_a_real_loki(real_loki: str, tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:10]
     service, allocation = f"real-{run}", f"a-{run}"
     start_ns = time.time_ns()
@@ -59,7 +57,7 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
         layer="node",
         env="it",
         output="none",
-        loki_url=LOKI_URL,
+        loki_url=real_loki,
         loki_tenant=TENANT,
         spool_dir=tmp_path / "spool",
         batch_interval_s=0.2,
@@ -81,7 +79,7 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
             "--spool-dir",
             str(tmp_path / "spool"),
             "--loki-url",
-            LOKI_URL,
+            real_loki,
             "--timeout-s",
             "60",
             *(["--tenant", TENANT] if TENANT else []),
@@ -94,7 +92,7 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
     assert drained.returncode == 0, drained.stderr
 
     lines = _wait_visible(
-        f'{{service_name="{service}"}} | allocation_id="{allocation}"', start_ns, 6
+        real_loki, f'{{service_name="{service}"}} | allocation_id="{allocation}"', start_ns, 6
     )
     assert sorted(orjson.loads(line).get("step", 99) for line in lines) == [0, 1, 2, 3, 4, 99]
 
@@ -107,7 +105,7 @@ def test_records_drain_and_correlate_through_a_real_loki(tmp_path: Path) -> None
             "--source",
             "loki",
             "--loki-url",
-            LOKI_URL,
+            real_loki,
             *(["--tenant", TENANT] if TENANT else []),
             "--query",
             f'{{service_name="{service}"}}',

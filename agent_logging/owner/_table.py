@@ -169,6 +169,10 @@ _NODE_MESSAGES: Final = (
     r"\bchassis power .{0,40}(?:failed|error)",
     r"\bNodeNotReady\b|\bnode .{0,60} (?:is )?not ready\b",
     r"\bhardware error\b|\bmachine check\b",
+    # The hypervisor on the node: libvirt and QEMU (OpenStack nova-compute relays both)
+    r"\blibvirtError\b|\bConnection to libvirt lost\b",
+    r"Failed to connect socket to '/var/run/libvirt",
+    r"\bqemu-(?:kvm|system-\w{1,20}): ",
 )
 
 _INGRESS_MESSAGES: Final = (
@@ -211,6 +215,7 @@ _DEPLOY_MESSAGES: Final = (
     r"\b(?:package|module|binary|executable|program|prerequisite|dependency|tool) "
     r"[\w.\-'\"]{1,80} (?:is )?(?:not found|missing|not installed)",
     r"\bis not installed\b",
+    r"\bImageNotFound\b|\bImage [\w.:/-]{1,200} could not be found\b",  # OpenStack, Ironic
     r"\bmissing (?:required )?(?:prerequisite|dependency|package|binary|executable)",
     # Ansible: a module of a collection that is not installed ("couldn't resolve
     # module/action 'community.general.ipmi_power'. This often indicates a misspelling, missing

@@ -3,7 +3,8 @@ durability settings (checkpoints, persistent queue, WAL, retries that never give
 with exactly ``service_name``, ``layer`` and ``env``, and agree with each other.
 
 The collectors' own binaries are not installable here (not on PyPI, npm or Debian); the tests
-at the end run them when they happen to be on PATH.
+at the end run them when they happen to be on PATH. Loki's (``../shared/bin/loki``) is: the
+tests at the end verify the Loki config with it and run it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -36,6 +40,8 @@ from tests.collector_config.configs import (
     operators,
     otelcol,
 )
+from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
+from tests.real_parts import not_available, running_loki
 
 # ---- OpenTelemetry Collector ---------------------------------------------------------------
 
@@ -347,7 +353,12 @@ def test_readme_log_format_is_json_with_every_field_the_collectors_read() -> Non
     assert read_by_otel == read_by_alloy
 
 
-# ---- the real binaries, when present -------------------------------------------------------
+# ---- the real binaries -----------------------------------------------------------------------
+#
+# Loki is always at hand (../shared/bin/loki, v3.7.6; tests.real_parts): its tests run
+# everywhere, and fail in CI when it is missing. The two collectors are NOT AVAILABLE ON THIS
+# MACHINE (tests.real_parts.NOT_AVAILABLE: prebuilt downloads only, not on PyPI, npm or Debian):
+# their tests skip, in CI too, unless a binary is put on PATH.
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
@@ -355,33 +366,93 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(shutil.which("otelcol-contrib") is None, reason="otelcol-contrib not on PATH")
 def test_otelcol_contrib_validates_the_config() -> None:
+    if shutil.which("otelcol-contrib") is None:
+        not_available("otelcol-contrib")
     done = _run(["otelcol-contrib", "validate", f"--config={OTELCOL}"])
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(shutil.which("alloy") is None, reason="alloy not on PATH")
 def test_alloy_formats_the_config() -> None:
+    if shutil.which("alloy") is None:
+        not_available("alloy")
     done = _run(["alloy", "fmt", str(ALLOY)])
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(shutil.which("loki") is None, reason="loki not on PATH")
-def test_loki_verifies_the_config(tmp_path: Path) -> None:
+def test_loki_verifies_the_config(loki_binary: Path, tmp_path: Path) -> None:
     done = subprocess.run(
-        [
-            str(shutil.which("loki")),
-            f"-config.file={LOKI}",
-            "-config.expand-env=true",
-            "-verify-config",
-        ],
+        [str(loki_binary), f"-config.file={LOKI}", "-config.expand-env=true", "-verify-config"],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
         env={**os.environ, "LOKI_DATA_DIR": str(tmp_path)},
     )
-    assert done.returncode == 0, done.stderr
+    # Loki expands ${...} everywhere in the file, comments included, before parsing the YAML.
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _otlp_logs(service: str, allocation: str, ts_ns: int) -> dict[str, Any]:
+    """An OTLP/JSON export request as the collector sends it: one record, resource attributes
+    for the labels plus one Loki indexes by default (``service.instance.id``)."""
+
+    def attributes(values: dict[str, str]) -> list[dict[str, Any]]:
+        return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+
+    resource = {"service.name": service, "layer": "api", "env": "it", "service.instance.id": "i-1"}
+    record = {
+        "timeUnixNano": str(ts_ns),
+        "severityText": "INFO",
+        "body": {"stringValue": f'{{"event":"claimed","allocation_id":"{allocation}"}}'},
+        "attributes": attributes({"allocation_id": allocation}),
+    }
+    return {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": attributes(resource)},
+                "scopeLogs": [{"scope": {"name": "filelog"}, "logRecords": [record]}],
+            }
+        ]
+    }
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_local_loki_indexes_only_the_three_labels_from_otlp(
+    loki_binary: Path, tmp_path: Path
+) -> None:
+    # A Loki of its own, not the run's stock one: what is under test is this config (its OTLP
+    # label rules and raised ingestion limits), which the stock config does not have.
+    data = tmp_path / "loki"
+    with running_loki(loki_binary, LOKI, data, env={"LOKI_DATA_DIR": str(data)}) as url:
+        service, allocation = f"otlp-{uuid.uuid4().hex[:10]}", f"a-{uuid.uuid4().hex[:8]}"
+        start_ns = time.time_ns()
+        pushed = httpx.post(
+            f"{url}/otlp/v1/logs", json=_otlp_logs(service, allocation, start_ns), timeout=10.0
+        )
+        assert pushed.status_code in (200, 204), pushed.text
+        params = {
+            "query": f'{{service_name="{service}"}} | allocation_id="{allocation}"',
+            "start": str(start_ns - 1),
+            "end": str(time.time_ns() + 1),
+        }
+        headers = {"X-Loki-Response-Encoding-Flags": "categorize-labels"}
+        deadline = time.monotonic() + VISIBILITY_TIMEOUT_S
+        while True:
+            answer = httpx.get(
+                f"{url}/loki/api/v1/query_range", params=params, headers=headers, timeout=10.0
+            )
+            assert answer.status_code == 200, answer.text
+            streams = answer.json()["data"]["result"]
+            if streams or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # an acknowledged push may take a moment to become queryable
+    [stream] = streams
+    assert stream["stream"] == {"service_name": service, "layer": "api", "env": "it"}
+    [(_ts, _line, categories)] = stream["values"]
+    metadata = categories["structuredMetadata"]
+    assert metadata["allocation_id"] == allocation
+    assert metadata["service_instance_id"] == "i-1"

@@ -3,8 +3,9 @@
 The parser tests run ``dashboards/logql_check.mjs`` (Grafana's ``@grafana/lezer-logql`` grammar
 under node) on every expression after substituting template variables the way Grafana does
 (:func:`substitute`); they install the pinned npm package with ``npm ci`` when
-``dashboards/node_modules`` is missing. With ``LOKI_URL`` set, every expression also runs
-against that Loki.
+``dashboards/node_modules`` is missing. Every expression also runs against the real Loki at
+``LOKI_URL`` (``scripts/test.sh`` starts one). Without node or a Loki those tests skip, and
+fail in CI (``CI=true``: :mod:`tests.real_parts`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import dashboards
 from agent_logging._types import IDENTIFIER_KEYS, LAYERS
 from dashboards import build
 from dashboards.__main__ import main
+from tests.real_parts import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = ROOT / "dashboards"
@@ -421,7 +423,10 @@ def test_a_panel_wider_than_the_grid_is_refused(width: int) -> None:
 
 
 def test_provisioning_files_name_the_datasource_and_the_dashboards() -> None:
-    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - depends on the environment
+        missing("PyYAML", "the yaml package is not installed")
     sources = yaml.safe_load((PACKAGE_DIR / "provisioning" / "datasources.yaml").read_text())
     assert sources["apiVersion"] == 1
     (loki,) = sources["datasources"]
@@ -589,7 +594,7 @@ def logql() -> Callable[[Sequence[str]], list[dict[str, Any]]]:
     """
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed: Grafana's LogQL grammar runs under node")
+        missing("Node.js", "node is not on PATH: Grafana's LogQL grammar runs under node")
     if not (PACKAGE_DIR / "node_modules" / "@grafana" / "lezer-logql").is_dir():
         npm = shutil.which("npm")
         if npm is None:
@@ -713,11 +718,8 @@ def test_the_substitution_emulates_grafana_formats() -> None:
 
 # -- every LogQL expression runs against a real Loki ------------------------------------------
 
-LOKI_URL = os.environ.get("LOKI_URL", "").rstrip("/")
-
 
 @pytest.mark.integration
-@pytest.mark.skipif(not LOKI_URL, reason="LOKI_URL is not set: no real Loki to run the queries on")
 @pytest.mark.parametrize(
     "target",
     [
@@ -726,14 +728,14 @@ LOKI_URL = os.environ.get("LOKI_URL", "").rstrip("/")
         for target in panel["targets"]
     ],
 )
-def test_every_expression_runs_against_loki(target: dict[str, Any]) -> None:
+def test_every_expression_runs_against_loki(real_loki: str, target: dict[str, Any]) -> None:
     expr = substitute(target["expr"], SAMPLE)
     end_ns = time.time_ns()
     headers = {"X-Scope-OrgID": os.environ["LOKI_TENANT"]} if os.environ.get("LOKI_TENANT") else {}
     if target["queryType"] == "instant":
-        url, params = f"{LOKI_URL}/loki/api/v1/query", {"query": expr, "time": str(end_ns)}
+        url, params = f"{real_loki}/loki/api/v1/query", {"query": expr, "time": str(end_ns)}
     else:
-        url = f"{LOKI_URL}/loki/api/v1/query_range"
+        url = f"{real_loki}/loki/api/v1/query_range"
         params = {
             "query": expr,
             "start": str(end_ns - 300 * 10**9),

@@ -3,7 +3,9 @@ fault each, and the correlator must name the owner layer from the evidence alone
 
 One stack serves every test of this module (it takes seconds to bring up); the scenarios run
 one after the other on it, each with its own evidence window and DuckDB. Skipped, saying
-why, when nginx or the PostgreSQL server binaries are not installed.
+why, when nginx or the PostgreSQL server binaries are not installed; in CI (``CI=true``) that
+fails instead (:mod:`tests.real_parts`). With ``$LOKI_URL`` set (``scripts/test.sh`` sets it)
+every process ships to that real Loki instead of the test server.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import httpx
 import pytest
 
 from devstack.scenarios import SCENARIOS, Result, run_scenario
-from devstack.supervisor import Stack, missing_binaries
+from devstack.supervisor import Stack
+from tests.real_parts import need_devstack_parts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -27,12 +30,7 @@ _LAYERS = {"node", "ingress", "api", "workflow", "db"}
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     """A running devstack, shared by the module's tests."""
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(
-            f"the devstack needs the Debian packages {', '.join(missing)} "
-            f"(apt-get install {' '.join(missing)})"
-        )
+    need_devstack_parts()
     # Not under pytest's private temporary root: the postgres user and nginx's workers must
     # be able to reach the stack's directories.
     directory = Path(tempfile.mkdtemp(prefix="devstack-test-"))
