@@ -17,7 +17,8 @@ the whole fleet): it becomes a windowed parent, whose own events are included on
 the incident's time window and only when they do not belong to a sibling. A place (a node,
 a node instance) reached from a unit of work (a request, an allocation, a workflow run) is
 such a parent whatever its link's class: that a node ran only this allocation in the store at
-hand says nothing of the next one. ``m:n`` links are refused. Everything refused is reported with the reason, and fan-out is capped.
+hand says nothing of the next one. ``m:n`` links are refused. Everything refused is reported
+with the reason, and fan-out is capped.
 
 Lookups are batched: before it reads the links of an identifier it has not seen yet, the
 expansion hands every identifier waiting in its queue to ``prefetch`` (when given), so a store

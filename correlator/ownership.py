@@ -69,7 +69,15 @@ _TEXT_KEYS: Final = (
 #: Keys that hold a process's exit code.
 _EXIT_KEYS: Final = ("exit_code", "rc", "returncode", "return_code", "exit_status", "exitcode")
 #: Keys of a record's raw line that hold a stack trace (kept out of ``attrs``: they are long).
-_STACK_KEYS: Final = ("exception", "stack", "exc_info", "stack_info", "stacktrace")
+_STACK_KEYS: Final = (
+    "exception",
+    "stack",
+    "exc_info",
+    "stack_info",
+    "stacktrace",  # zap
+    "stack_trace",  # logstash-logback-encoder, ECS's error.stack_trace
+    "traceback",
+)
 #: Relayed statuses: an ingress passes its upstream's 500 and 503 on; 502 and 504 are its own.
 _RELAYED: Final = frozenset({500, 501, 503, 505})
 
@@ -178,10 +186,10 @@ def _stack(event: Event) -> str | None:
         return None
     if not isinstance(record, dict):
         return None
-    texts = []
+    texts: list[str] = []
     error = record.get("error")
-    if isinstance(error, dict) and (stack := _text(error.get("stack"))):
-        texts.append(stack)
+    if isinstance(error, dict):
+        texts.extend(text for key in _STACK_KEYS if (text := _text(error.get(key))))
     texts.extend(text for key in _STACK_KEYS if (text := _text(record.get(key))))
     return "\n".join(texts) or None
 

@@ -6,7 +6,7 @@ Rules, in the order they are applied (each an operator can check against the tim
    HTTP 5xx, moves an entity into a failed state, or is a failure its adapter knows (an nginx
    TLS line, a SQLSTATE, an AAP job's status). A record that carries an error but was logged
    at ``warning`` or below is a handled one (a retry that went on to succeed), not a failure;
-   an access log's 401/403 is weak evidence of ``api_auth`` (rule 4), not a failure.
+   an access log's 401/403 is weak evidence of ``api_auth`` (rule 5), not a failure.
 2. **Owners.** Each failure's owner comes from its evidence (:mod:`correlator.ownership`): a
    stamp, an adapter that knows its failures, or the shared owner table applied to its text
    (type, message, causes, stack, exit code, status). A *wrapper* ("provision failed",
@@ -16,15 +16,20 @@ Rules, in the order they are applied (each an operator can check against the tim
    status alone (a 502 at the ingress) is weak: a failure that names its cause in words
    outranks it, earlier or later (the upstream's own "connection refused" after the clock
    correction still explains the 502 the ingress logged about it).
-4. **Weak next.** With no specific failure, the earliest weak one names the owner, at a lower
-   confidence; a 401/403 an access log recorded before a wrapper counts as one.
-5. **Fallback.** With no owner named at all, the layer of the first failure that says more
+4. **Handled errors next.** With no failure that names its cause, an error the service
+   handled before the last failure, logged at ``warning``, whose words name one (the retries
+   that kept failing before a wrapper said "provision flow failed") names the owner.
+5. **Weak next.** Then the earliest weak owner: an HTTP status (a 502 at the ingress, a
+   client's "502 Bad Gateway"), or an access log's 401/403 before the last failure; a
+   transition into a failed state (``provision_failed``) only after those, since it says that
+   the workflow gave up, not why.
+6. **Fallback.** With no owner named at all, the layer of the first failure that says more
    than that something failed (else of the first failure) gives the owner: node → ``node``,
    ingress → ``ingress`` (``api`` for a 500/503 it relayed from its upstream), api → ``api``,
    workflow → ``workflow_state``, db → ``db``, provider → ``provider``, projection →
    ``workflow_state``. It is marked ``fallback``; the verdict is never ``unknown`` while a
    failure exists.
-6. **Symptoms.** The verdict explains every failure after it and every earlier failure that
+7. **Symptoms.** The verdict explains every failure after it and every earlier failure that
    names no owner of its own or a weak one. A repeat of the first failure (the same words but
    for numbers: a retry) is one of its symptoms, never a rival.
 
@@ -37,9 +42,9 @@ Confidence (0..1), a plain score an operator can weigh: a specific owner starts 
 stamped or from an adapter and 0.55 when inferred from text, +0.15 when the failure's own
 layer can prove it (the ingress reporting a cert error), +0.15 when it explains later
 failures, +0.05 when no other specific owner appears among them (at most 0.95); a weak owner
-0.4 (+0.1 when it explains others), an access log's refusal before a wrapper 0.45; the
-fallback 0.25. A cut timeline leaves a specific owner's confidence as it is (it is still the
-first) and takes 0.1 off a weak one and 0.15 off the fallback. ``none`` is 1.0.
+0.4 (+0.1 when it explains others); a handled error 0.55; the fallback 0.25. A cut timeline
+leaves a specific owner's confidence as it is (it is still the first) and takes 0.1 off a
+handled or weak one and 0.15 off the fallback. ``none`` is 1.0.
 """
 
 from __future__ import annotations
@@ -235,29 +240,54 @@ def decide(
             owners,
         )
 
-    weak = next((e for e in failures if e.hash in owners), None)
+    last_ns = failures[-1].ts_ns
+    # Errors a service handled before it gave up: the retries that kept failing, logged at
+    # warning, then the wrapper logged at error ("attempt 3/3: PKIX path building failed",
+    # then "provision flow failed"). Their words name the cause the failures do not.
+    handled = next(
+        (
+            (e, ownership)
+            for e in events
+            if e.level == "warning"
+            and e.ts_ns <= last_ns
+            and not is_failure(e)
+            and (ownership := owner_of(e, rules)) is not None
+            and not ownership.weak
+        ),
+        None,
+    )
+    if handled is not None:
+        event, ownership = handled
+        owners[event.hash] = ownership
+        return Verdict(
+            ownership.owner_layer,
+            0.55 - penalty,
+            event,
+            failures,
+            "no failure names its owner; an error handled before them does (logged at "
+            f"warning, retried): {_reason(event, ownership)}; explains {len(failures)} "
+            "failures" + cut,
+            ownership,
+            owners,
+        )
+
+    # Weak owners: a status, an access log's refusal, then (last) a failed state.
+    candidates = [e for e in failures if e.hash in owners and e.state_to is None]
+    refusal = next((e for e in events if _auth_refusal(e) and e.ts_ns <= last_ns), None)
+    if refusal is not None and refusal.hash not in owners:
+        owners[refusal.hash] = Ownership(
+            "api_auth", "adapter", f"{refusal.source} adapter", f"HTTP {refusal.http_status}", True
+        )
+        candidates.append(refusal)
+    if len(candidates) > 1:
+        position_of = {e.hash: i for i, e in enumerate(events)}
+        candidates.sort(key=lambda e: position_of.get(e.hash, 0))
+    weak = candidates[0] if candidates else None
     if weak is None:
-        # An access log's 401/403 before the first failure: the request was refused.
-        first_ns = failures[0].ts_ns
-        refusal = next((e for e in events if _auth_refusal(e) and e.ts_ns <= first_ns + 1), None)
-        if refusal is not None:
-            ownership = Ownership("api_auth", "adapter", f"{refusal.source} adapter", None, True)
-            owners[refusal.hash] = ownership
-            return Verdict(
-                "api_auth",
-                0.45 - penalty,
-                refusal,
-                failures,
-                f"no failure names its owner; the {refusal.layer} refused a request before the "
-                f"first failure (HTTP {refusal.http_status}, weak): {_quote(refusal.message)}"
-                + cut,
-                ownership,
-                owners,
-            )
+        weak = next((e for e in failures if e.hash in owners), None)
     if weak is not None:
         chosen = owners[weak.hash]
-        position = failures.index(weak)
-        explains = [e for i, e in enumerate(failures) if i != position]
+        explains = [e for e in failures if e is not weak]
         confidence = 0.4 + (0.1 if explains else 0.0) - penalty
         symptoms = f"; explains {len(explains)} other failures" if explains else ""
         return Verdict(

@@ -136,6 +136,7 @@ _AUTH_MESSAGES: Final = (
     r"\bnot authori[sz]ed\b",
     r"\bunauthori[sz]ed\b",
     r"\baccess denied\b",
+    r"\binsufficient_scope\b|\b(?:lacks|missing|insufficient) (?:the )?scopes?\b",  # OAuth 2.0
 )
 
 _NODE_MESSAGES: Final = (
@@ -193,6 +194,8 @@ _INGRESS_MESSAGES: Final = (
     r"Could not resolve host",  # curl 6
     r"\bno such host\b",  # Go
     r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN)",
+    r"could not be resolved \(\d{1,3}: ",  # nginx's resolver
+    r"\bHost not found\b|\bNXDOMAIN\b|\bserver misbehaving\b",
 )
 
 _DEPLOY_MESSAGES: Final = (

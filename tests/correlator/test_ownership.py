@@ -327,7 +327,7 @@ def test_a_refusal_in_the_access_log_before_a_wrapper_names_api_auth() -> None:
         refused,
         [wrapper],
     )
-    assert verdict.confidence == pytest.approx(0.45)
+    assert verdict.confidence == pytest.approx(0.5)
 
 
 def test_a_retry_of_the_first_failure_is_its_symptom_not_a_rival() -> None:
@@ -364,3 +364,57 @@ def test_a_handled_error_followed_by_success_is_no_failure() -> None:
     )
     success = ev(3, "node", "claimed")
     assert decide([retried, success]).owner_layer == "none"
+
+
+def test_retries_that_kept_failing_name_the_cause_their_wrapper_does_not() -> None:
+    attempts = [
+        ev(
+            i,
+            "workflow",
+            f"launch failed (attempt {i}/3): javax.net.ssl.SSLHandshakeException: "
+            "PKIX path building failed",
+            level="warning",
+        )
+        for i in (1, 2, 3)
+    ]
+    wrapper = ev(5, "workflow", "provision flow failed for a-1", level="error")
+    state = ev(
+        5,
+        "workflow",
+        "a-1: provisioning → provision_failed",
+        source="workflow",
+        level="error",
+        owner_hint="workflow_state",
+        state_to="provision_failed",
+    )
+    verdict = decide([*attempts, wrapper, state])
+    assert (verdict.owner_layer, verdict.first_failure) == ("cert", attempts[0])
+    assert verdict.explains == [wrapper, state]
+    assert verdict.confidence == pytest.approx(0.55)
+    # The same warnings followed by success: a retry that worked is no incident.
+    assert decide([*attempts, ev(6, "workflow", "launched")]).owner_layer == "none"
+
+
+def test_a_refusal_outranks_a_failed_state_but_not_a_status_that_came_first() -> None:
+    refused = ev(
+        2,
+        "ingress",
+        "POST /v1/x 403",
+        source="nginx",
+        level="warning",
+        http_status=403,
+        http_method="POST",
+        owner_hint="api_auth",
+    )
+    state = ev(
+        3,
+        "workflow",
+        "a-1: releasing → release_failed",
+        source="workflow",
+        level="error",
+        owner_hint="workflow_state",
+        state_to="release_failed",
+    )
+    assert decide([refused, state]).owner_layer == "api_auth"
+    relayed = ev(1, "node", "claim failed: unexpected status 502 Bad Gateway", level="error")
+    assert decide([relayed, refused, state]).owner_layer == "ingress"
