@@ -21,7 +21,10 @@ __all__ = ["StdlibBridge"]
 _HANDLED: Final = "_agent_logging_handled"
 #: Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _RECORD_ATTRS: Final = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime", _HANDLED}
+    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys()
+    | {"message", "asctime", _HANDLED}
+    # uvicorn's ``extra=``: its message again, with terminal colour escapes (ANSI) in it
+    | {"color_message"}
 )
 
 

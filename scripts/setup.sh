@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs the project with every extra; idempotent.
-# Sourced by scripts/test.sh and scripts/demo.sh; leaves the virtualenv activated.
+# Sourced by scripts/test.sh and scripts/demo.sh; leaves the virtualenv activated. (The tests'
+# LogQL grammar from npm is installed by scripts/test.sh: the demo does not need it.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -13,8 +14,4 @@ if ! python -c "import agent_logging, structlog, orjson, pytest, fastapi" 2>/dev
     python -m pip install --quiet --upgrade pip
     python -m pip install --quiet -e '.[dev]'
     touch .venv/.installed
-fi
-# The LogQL parser the dashboard tests use (Grafana's own grammar), pinned by package-lock.json.
-if command -v npm >/dev/null 2>&1 && [ ! -d dashboards/node_modules/@grafana/lezer-logql ]; then
-    npm ci --prefix dashboards --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -8,6 +8,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+    cat <<'USAGE'
+usage: bash scripts/test.sh [PYTEST ARGS...]
+
+Sets up .venv and the Debian packages the integration tests drive (as root), starts one real
+Loki (../shared/loki/start-loki) and runs every check: ruff format --check, ruff check, mypy
+(strict), pytest (unit, then integration) with branch coverage, and correlator eval
+tests/incidents. Arguments go to both pytest runs, e.g.:
+
+  bash scripts/test.sh -k owner          # only tests whose name has "owner"
+  bash scripts/test.sh -x --lf           # stop at the first failure
+
+Environment: CI=true makes a missing real part (Loki, PostgreSQL, nginx, Chromium, Node.js)
+fail the run instead of skipping its tests; LOKI_URL uses a Loki of yours instead.
+USAGE
+    exit 0
+fi
+
 bash scripts/system-deps.sh
 
 # One real Loki for the whole run, from ../shared beside the repository (CI lays a copy beside
@@ -70,6 +88,10 @@ wait_for_loki() {
 }
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
+# The LogQL parser the dashboard tests use (Grafana's own grammar), pinned by package-lock.json.
+if command -v npm >/dev/null 2>&1 && [ ! -d dashboards/node_modules/@grafana/lezer-logql ]; then
+    npm ci --prefix dashboards --no-audit --no-fund --loglevel=error >/dev/null
+fi
 
 echo "== ruff format --check"; ruff format --check .
 echo "== ruff check";          ruff check .
