@@ -6,7 +6,7 @@ Rules, in the order they are applied (each an operator can check against the tim
    HTTP 5xx, moves an entity into a failed state, or is a failure its adapter knows (an nginx
    TLS line, a SQLSTATE, an AAP job's status). A record that carries an error but was logged
    at ``warning`` or below is a handled one (a retry that went on to succeed), not a failure;
-   an access log's 401/403 is weak evidence of ``api_auth`` (rule 5), not a failure.
+   an access log's 401/403 is weak evidence of ``api_auth`` (rule 6), not a failure.
 2. **Owners.** Each failure's owner comes from its evidence (:mod:`correlator.ownership`): a
    stamp, an adapter that knows its failures, or the shared owner table applied to its text
    (type, message, causes, stack, exit code, status). A *wrapper* ("provision failed",
@@ -16,20 +16,23 @@ Rules, in the order they are applied (each an operator can check against the tim
    status alone (a 502 at the ingress) is weak: a failure that names its cause in words
    outranks it, earlier or later (the upstream's own "connection refused" after the clock
    correction still explains the 502 the ingress logged about it).
-4. **Handled errors next.** With no failure that names its cause, an error the service
+4. **Recovered.** When no failure names a cause and a lifecycle later reached a state that
+   says the work succeeded (``active``, ``provisioned``, ``released``, ``succeeded``...), the
+   failures were retried and recovered (a controller's requeue after a conflict): ``none``.
+5. **Handled errors next.** With no failure that names its cause, an error the service
    handled before the last failure, logged at ``warning``, whose words name one (the retries
    that kept failing before a wrapper said "provision flow failed") names the owner.
-5. **Weak next.** Then the earliest weak owner: an HTTP status (a 502 at the ingress, a
+6. **Weak next.** Then the earliest weak owner: an HTTP status (a 502 at the ingress, a
    client's "502 Bad Gateway"), or an access log's 401/403 before the last failure; a
    transition into a failed state (``provision_failed``) only after those, since it says that
    the workflow gave up, not why.
-6. **Fallback.** With no owner named at all, the layer of the first failure that says more
+7. **Fallback.** With no owner named at all, the layer of the first failure that says more
    than that something failed (else of the first failure) gives the owner: node → ``node``,
    ingress → ``ingress`` (``api`` for a 500/503 it relayed from its upstream), api → ``api``,
    workflow → ``workflow_state``, db → ``db``, provider → ``provider``, projection →
    ``workflow_state``. It is marked ``fallback``; the verdict is never ``unknown`` while a
    failure exists.
-7. **Symptoms.** The verdict explains every failure after it and every earlier failure that
+8. **Symptoms.** The verdict explains every failure after it and every earlier failure that
    names no owner of its own or a weak one. A repeat of the first failure (the same words but
    for numbers: a retry) is one of its symptoms, never a rival.
 
@@ -94,6 +97,28 @@ def is_failure(event: Event) -> bool:
         and event.source not in RECORD_SOURCES
         and event.http_status is None
     )
+
+
+#: Lifecycle states that say the work succeeded.
+_SUCCEEDED: Final = frozenset(
+    {
+        "active",
+        "provisioned",
+        "ready",
+        "succeeded",
+        "successful",
+        "completed",
+        "complete",
+        "released",
+        "available",
+        "deployed",
+        "done",
+    }
+)
+
+
+def _succeeded(event: Event) -> bool:
+    return (event.state_to or "").strip().lower() in _SUCCEEDED
 
 
 def _auth_refusal(event: Event) -> bool:
@@ -241,6 +266,22 @@ def decide(
         )
 
     last_ns = failures[-1].ts_ns
+    # Nothing names a cause, and the work went on to succeed: the failures were retried
+    # (a controller's requeue after a conflict, a retry that worked) and are no incident.
+    recovered = next(
+        (e for e in reversed(events) if e.state_to and e.ts_ns > last_ns and _succeeded(e)), None
+    )
+    if recovered is not None and all(owners[e.hash].weak for e in failures if e.hash in owners):
+        return Verdict(
+            "none",
+            0.8,
+            None,
+            [],
+            f"{len(failures)} failures, none naming a cause, all before {recovered.entity_kind} "
+            f"{recovered.entity_id} reached {recovered.state_to}: retried and recovered" + cut,
+            None,
+            owners,
+        )
     # Errors a service handled before it gave up: the retries that kept failing, logged at
     # warning, then the wrapper logged at error ("attempt 3/3: PKIX path building failed",
     # then "provision flow failed"). Their words name the cause the failures do not.

@@ -99,8 +99,8 @@ echo "== mypy (strict)";       mypy
 echo "== pytest: unit"
 coverage erase
 coverage run -m pytest -m "not integration" -q -p no:cacheprovider "$@"
-echo "== correlator eval: the incident corpus (>= 95 % right, no owner named in a healthy case)"
-correlator eval tests/incidents --fail-under 0.95
+echo "== correlator eval: the incident corpus and the held-out one (>= 95 % right, no owner named in a healthy case)"
+correlator eval tests/incidents tests/incidents-holdout --fail-under 0.95
 wait_for_loki
 echo "== pytest: integration"
 coverage run --append -m pytest -m integration -q -p no:cacheprovider "$@"

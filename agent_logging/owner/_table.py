@@ -251,7 +251,6 @@ _WORKFLOW_MESSAGES: Final = (
     # Optimistic concurrency: the record changed under the writer (a lost update refused)
     r"\bstale (?:\w{1,40} )?(?:version|revision|generation|state)\b",
     r"\bStaleDataError\b",  # SQLAlchemy's version counter
-    r"the object has been modified; please apply your changes to the latest version",  # k8s
 )
 
 _PROVIDER_MESSAGES: Final = (

@@ -418,3 +418,40 @@ def test_a_refusal_outranks_a_failed_state_but_not_a_status_that_came_first() ->
     assert decide([refused, state]).owner_layer == "api_auth"
     relayed = ev(1, "node", "claim failed: unexpected status 502 Bad Gateway", level="error")
     assert decide([relayed, refused, state]).owner_layer == "ingress"
+
+
+def test_failures_that_name_no_cause_and_were_retried_to_success_are_no_incident() -> None:
+    # controller-runtime logs a lost optimistic-concurrency race at error level and requeues.
+    conflict = ev(
+        1,
+        "workflow",
+        "Reconciler error",
+        level="error",
+        attrs={
+            "error": 'Operation cannot be fulfilled on provisionrequests "pr-1": the '
+            "object has been modified; please apply your changes to the latest "
+            "version and try again"
+        },
+    )
+    active = ev(
+        2,
+        "workflow",
+        "a-1: provisioning → active",
+        source="workflow",
+        entity_kind="allocation",
+        entity_id="a-1",
+        state_to="active",
+    )
+    verdict = decide([conflict, active])
+    assert (verdict.owner_layer, verdict.first_failure) == ("none", None)
+    assert verdict.reason == (
+        "1 failures, none naming a cause, all before allocation a-1 reached active: retried "
+        "and recovered"
+    )
+    # A failure that names its cause is an incident even if the work later succeeded.
+    cause = ev(1, "node", "write image: No space left on device", level="error")
+    assert decide([cause, active]).owner_layer == "node"
+    # And the success must come after the failures.
+    assert decide([active, ev(3, "workflow", "Reconciler error", level="error")]).owner_layer == (
+        "workflow_state"
+    )

@@ -44,7 +44,8 @@ def test_a_cut_timeline_without_failure_does_not_claim_there_is_none() -> None:
 
 
 def test_a_cut_timeline_says_a_specific_failure_may_lie_past_the_cut() -> None:
-    wrapper = ev(3, "api", "provisioning failed", level="error")
+    # After the allocation went active (at 9 s): a failure before it would be recovered.
+    wrapper = ev(10, "api", "provisioning failed", level="error")
     verdict = decide([*HEALTHY, wrapper], truncated=True)
     assert (verdict.owner_layer, verdict.confidence) == ("api", 0.1)
     assert verdict.reason == (
@@ -176,8 +177,8 @@ def test_symptoms_follow_in_corrected_order_even_when_their_clock_runs_behind() 
 
 def test_a_wrapper_never_wins_even_when_it_is_earlier_than_nothing_specific() -> None:
     # Nothing names an owner: the fallback takes the first failure's layer, never "unknown".
-    wrapper = ev(4, "api", "provisioning failed", level="error", owner_hint="unknown")
-    http_500 = ev(5, "ingress", "GET /v1/allocations/a-9", http_status=500, http_method="GET")
+    wrapper = ev(10, "api", "provisioning failed", level="error", owner_hint="unknown")
+    http_500 = ev(11, "ingress", "GET /v1/allocations/a-9", http_status=500, http_method="GET")
     verdict = decide([*HEALTHY, wrapper, http_500])
     assert verdict.owner_layer == "api"
     assert verdict.confidence == 0.25
