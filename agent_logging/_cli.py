@@ -94,7 +94,11 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-logging", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agent-logging",
+        description="Inspect and drain agent_logging spools from the shell: status shows a "
+        "spool's health, drain is the gate before a reimage.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     status = sub.add_parser("status", help="show the health of spools")
     status.add_argument(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 from datetime import tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from correlator import _environ
 from correlator.errors import InputError, QueryError
@@ -23,12 +24,34 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DB",
     "DEFAULT_DEMO_DB",
+    "SOURCE_HELP",
     "database",
     "environ_zone",
     "nginx_zone",
     "owner_rules",
     "parser",
 ]
+
+#: What each source kind's input looks like, for ``correlator ingest --help``.
+SOURCE_HELP: Final = {
+    "agent": 'JSON lines written by agent_logging: {"ts":"2026-11-22T13:11:19.123456789Z",'
+    '"level":"info","event":"task claimed","service":"node-agent","layer":"node",'
+    '"node_id":"n-17",...}',
+    "ndjson": "JSON lines in the same record schema (ts, level, event, service, layer, the five "
+    "identifiers, error={type,message,chain}) from any program; one parser with agent",
+    "nginx": "access logs (a JSON log_format, or combined with ' \"$request_id\"' appended) and "
+    "error logs, told apart line by line (--nginx-tz for error-log times)",
+    "postgres": "PostgreSQL csvlog or jsonlog, told apart by content; sqlcommenter comments "
+    "(/*allocation_id='a-9'*/) in statements join them",
+    "workflow": 'state transitions as JSON lines: {"ts":...,"entity_kind":"allocation",'
+    '"entity_id":"a-9","from":"releasing","to":"release_failed",...}; or --dsn for an audit '
+    "table",
+    "k8s": "custom resources as `kubectl get -o json` prints them (a List, one object, or "
+    "`--watch -o json` lines)",
+    "aap": "AAP/AWX/EDA job objects from the controller's API (GET /api/v2/jobs/), one per line "
+    "or a page",
+    "loki": "no file: --query LOGQL --since 1h --loki-url URL asks a Loki for records",
+}
 
 DEFAULT_DB = "correlator.duckdb"
 #: ``correlator demo``'s database unless ``--db`` names one: never ``$CORRELATOR_DB``, which
@@ -195,16 +218,30 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="correlator", description="One incident timeline across five layers."
     )
-    parser.add_argument(
-        "--db",
-        help=f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB}; for demo "
-        f"./{DEFAULT_DEMO_DB})",
+    db_help = (
+        f"DuckDB file (default ${_environ.DB} or ./{DEFAULT_DB}; for demo ./{DEFAULT_DEMO_DB}); "
+        "before or after the subcommand"
     )
+    parser.add_argument("--db", help=db_help)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ingest = sub.add_parser("ingest", help="read evidence into the database")
+    ingest = sub.add_parser(
+        "ingest",
+        help="read evidence into the database",
+        description="Reads evidence files (or standard input) of one source kind into the "
+        "database; re-ingesting the same input adds nothing.",
+        epilog="source kinds, and what their lines look like:\n"
+        + "\n".join(
+            textwrap.fill(text, 96, initial_indent=f"  {kind:<9} ", subsequent_indent=" " * 12)
+            for kind, text in SOURCE_HELP.items()
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ingest.add_argument(
-        "--source", required=True, help="ndjson, agent, nginx, postgres, workflow, k8s, aap or loki"
+        "--source",
+        required=True,
+        metavar="KIND",
+        help=f"one of {', '.join(SOURCE_HELP)} (see below)",
     )
     ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -250,7 +287,12 @@ def parser() -> argparse.ArgumentParser:
     )
 
     timeline = sub.add_parser("timeline", help="everything about one identifier, in order")
-    timeline.add_argument("--id", required=True, help="KEY=VALUE, e.g. allocation_id=a-9")
+    timeline.add_argument(
+        "--id",
+        required=True,
+        help="KEY=VALUE, e.g. allocation_id=a-9, or a bare value (a-9), tried as each "
+        "identifier kind in turn as the web page does",
+    )
     output = timeline.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the answer as JSON")
     output.add_argument("--html", metavar="FILE", help="write a self-contained page to FILE")
@@ -264,7 +306,9 @@ def parser() -> argparse.ArgumentParser:
     _rules_option(timeline)
 
     graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
-    graph.add_argument("--id", required=True, help="KEY=VALUE, e.g. node_id=n-17")
+    graph.add_argument(
+        "--id", required=True, help="KEY=VALUE, e.g. node_id=n-17, or a bare value (n-17)"
+    )
 
     findings = sub.add_parser("findings", help="stuck lifecycles, drift and orphans")
     findings.add_argument("--json", action="store_true", help="print the findings as JSON")
@@ -279,6 +323,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=SECONDS",
         help="a deadline or threshold, overriding $CORRELATOR_FINDINGS_<NAME> (repeatable); "
         f"NAME one of {', '.join(_environ.FINDINGS_THRESHOLDS)} (critical_factor a multiple)",
+    )
+
+    rejects = sub.add_parser(
+        "rejects",
+        help="the lines ingest refused, newest first, with the file, line and reason",
+    )
+    rejects.add_argument("--json", action="store_true", help="print them as JSON")
+    rejects.add_argument(
+        "--limit", type=_limit, default=100, help=f"at most this many, 1 to {MAX_LIMIT} (100)"
     )
 
     latency = sub.add_parser("latency", help="per-phase durations by provider")
@@ -321,4 +374,8 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
     demo.add_argument("--port", type=int, default=8080, help="port to serve on (8080)")
     demo.add_argument("--seed", type=int, default=7, help="the incident's random seed (7)")
+    # --db after the subcommand too (``correlator timeline --db X ...``): given there it wins,
+    # absent there the one before the subcommand (or none) stands.
+    for command in sub.choices.values():
+        command.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     return parser

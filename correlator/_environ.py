@@ -19,6 +19,29 @@ this bearer token too (or the write token)."""
 MAX_BODY_BYTES: Final = "CORRELATOR_MAX_BODY_BYTES"
 """Largest accepted ``POST /v1/evidence`` body. Default 67108864 (64 MiB)."""
 
+ALLOWED_HOSTS: Final = "CORRELATOR_ALLOWED_HOSTS"
+"""Host names (comma-separated; a port is not compared) that ``correlator serve`` answers in
+a request's ``Host`` header besides its own address (``--host`` and the port; ``localhost``,
+``127.0.0.1`` and ``[::1]`` on a loopback connection): the name a reverse proxy or an
+operator's browser uses for it. ``*`` turns the check off. Any other ``Host`` is a 400, so a
+web page cannot read the service through DNS rebinding."""
+
+READ_THREADS: Final = "CORRELATOR_READ_THREADS"
+"""Threads ``correlator serve`` answers reads with (default 8); further reads wait their turn
+without a thread. Writes have a thread of their own; ``/healthz`` needs none."""
+
+MAX_CONNECTIONS: Final = "CORRELATOR_MAX_CONNECTIONS"
+"""Connections ``correlator serve`` holds at once (default 512); one more is closed as it
+opens."""
+
+HEADER_TIMEOUT_S: Final = "CORRELATOR_HEADER_TIMEOUT_S"
+"""Seconds a client has to send a request's line and headers, from the connection's start or
+the end of its previous response (default 10); then the connection is closed."""
+
+BODY_TIMEOUT_S: Final = "CORRELATOR_BODY_TIMEOUT_S"
+"""Seconds ``POST /v1/evidence`` waits in all for its body to arrive (default 60; the time
+spent storing it is not counted); then it is a 408 and nothing of it is stored."""
+
 LOKI_URL: Final = "CORRELATOR_LOKI_URL"
 """Loki base URL for ``ingest --source loki`` (falls back to ``AGENT_LOGGING_LOKI_URL``)."""
 

@@ -34,7 +34,9 @@ class ErrorBody(BaseModel):
     """The body of every error the API answers; ``correlator.api.STATUS`` picks its status."""
 
     error: str = Field(
-        description="The error's class: QueryError, InputError, NotFoundError, AuthError, ...",
+        description="The error's class: QueryError, InputError, TooLargeError, NotFoundError, "
+        "AuthError, ...; or, for a refusal of the HTTP layer itself, its name: HostNotAllowed, "
+        "NoSuchPath, MethodNotAllowed, BodyTimeout, BadRequest, InternalError.",
         examples=["QueryError"],
     )
     detail: str = Field(
@@ -43,33 +45,41 @@ class ErrorBody(BaseModel):
     )
 
 
+#: RFC 9110 §11.1: an authentication scheme's name is case-insensitive.
+_SCHEME: Final = "The scheme's name is case-insensitive (`bearer` is taken too); the token is not."
+
 # auto_error=False: a missing or wrong token is an AuthError, answered in the API's own shape
 # by correlator.api.STATUS, not FastAPI's; these two only read the header and document it in /docs.
 WRITE_BEARER: Final = HTTPBearer(
     scheme_name=_environ.TOKEN,
     description="`POST /v1/evidence` needs `Authorization: Bearer <CORRELATOR_TOKEN>`. "
-    "A service started without CORRELATOR_TOKEN refuses every write.",
+    "A service started without CORRELATOR_TOKEN refuses every write. " + _SCHEME,
     auto_error=False,
 )
 READ_BEARER: Final = HTTPBearer(
     scheme_name=_environ.READ_TOKEN,
     description="When the service is started with CORRELATOR_READ_TOKEN, every read needs "
     "`Authorization: Bearer <CORRELATOR_READ_TOKEN>` (CORRELATOR_TOKEN is taken too). "
-    "Without it reads are open, and the schema lists no security on them.",
+    "Without it reads are open, and the schema lists no security on them. " + _SCHEME,
     auto_error=False,
 )
 Credentials = HTTPAuthorizationCredentials | None
 
 #: What each error status means, for the schema (the body is always an :class:`ErrorBody`).
 _MEANINGS: Final = {
-    400: "A query parameter unknown, repeated, missing or with a bad value; the detail names it.",
+    400: "A query parameter unknown, repeated, missing or with a bad value; the detail names it. "
+    "Or a `Host` header that names no address of the service (`HostNotAllowed`: see "
+    f"{_environ.ALLOWED_HOSTS}).",
     401: "No or wrong bearer token (the answer carries `WWW-Authenticate: Bearer`).",
     404: "No evidence mentions the identifier.",
+    408: f"The body did not arrive within the deadline ({_environ.BODY_TIMEOUT_S}); nothing of "
+    "it is stored.",
     413: f"The body is over the size cap ({_environ.MAX_BODY_BYTES}); split the evidence.",
 }
 
-#: ``POST /v1/evidence`` reads its body raw (line by line, under a size cap), so FastAPI cannot
-#: describe it; the Content-Type is not checked, and a body sent without one is read the same.
+#: ``POST /v1/evidence`` reads its body raw (streamed, line by line, under a size cap and a
+#: deadline), so FastAPI cannot describe it; the Content-Type is not checked, and a body sent
+#: without one is read the same.
 EVIDENCE_BODY: Final = {
     "description": "One record per line: NDJSON for `ndjson`/`agent`, the native log lines "
     "for the other kinds. A UTF-8 byte order mark at the start is dropped.",

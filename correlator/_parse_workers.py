@@ -26,6 +26,7 @@ from correlator._schema import events_table
 from correlator.model import Reject
 
 __all__ = [
+    "BATCH_BYTES",
     "MAX_WORKERS",
     "InputEnd",
     "Parsed",
@@ -37,6 +38,10 @@ __all__ = [
 
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
+#: A batch of lines ends at this many bytes even when it has fewer lines than asked for: 50,000
+#: lines of ~350 bytes are ~17 MB, but 50,000 lines near the 1 MiB line limit would be 50 GB
+#: (and :data:`MAX_WORKERS` + 1 batches are in flight).
+BATCH_BYTES: Final = 32 * 1024 * 1024
 
 #: One parsed batch: the table the store inserts, and the batch's rejects.
 Parsed = tuple[pa.Table, list[Reject]]
@@ -85,8 +90,8 @@ def parsed_batches(
     batch_events: int,
     pool: Executor | None,
 ) -> Iterator[Parsed]:
-    """Parsed batches in input order, from ``pool`` when given (a few batches ahead: one input
-    of :func:`parsed_inputs`)."""
+    """Parsed batches of ``batch_events`` lines (fewer past :data:`BATCH_BYTES`) in input
+    order, from ``pool`` when given (a few batches ahead: one input of :func:`parsed_inputs`)."""
     if pool is not None:
         yield from until_input_end(
             parsed_inputs(module_name, kind, [(origin, lines)], batch_events, pool)
@@ -173,12 +178,16 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
 
 
 def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    """``lines`` in lists of ``size`` (the last one shorter)."""
+    """``lines`` in lists of ``size``, or fewer when they reach :data:`BATCH_BYTES` (the
+    last one shorter)."""
     chunk: list[bytes] = []
+    total = 0
     for line in lines:
         chunk.append(line)
-        if len(chunk) >= size:
+        total += len(line)
+        if len(chunk) >= size or total >= BATCH_BYTES:
             yield chunk
             chunk = []
+            total = 0
     if chunk:
         yield chunk

@@ -12,7 +12,7 @@ read is in ``_lifecycle``.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import duckdb
@@ -25,6 +25,7 @@ from correlator.model import IDENTIFIER_KEYS, Event
 __all__ = [
     "ID_COLUMNS",
     "events_matching",
+    "events_without_identifiers",
     "fetch_chosen",
     "matching_branches",
     "nginx_events",
@@ -175,3 +176,16 @@ def rejects(cursor: duckdb.DuckDBPyConnection, limit: int) -> list[dict[str, Any
     )
     names = [d[0] for d in rows.description or ()]
     return [dict(zip(names, row, strict=True)) for row in rows.fetchall()]
+
+
+def events_without_identifiers(cursor: duckdb.DuckDBPyConnection, origins: Sequence[str]) -> int:
+    """How many events of ``origins`` have no identifier and no trace id."""
+    if not origins:
+        return 0
+    row = cursor.execute(
+        "SELECT count(*) FROM events WHERE origin IN (SELECT unnest(?)) "
+        "AND node_id IS NULL AND node_instance_id IS NULL AND correlation_id IS NULL "
+        "AND allocation_id IS NULL AND workflow_id IS NULL AND trace_id IS NULL",
+        [list(origins)],
+    ).fetchone()
+    return int(row[0]) if row else 0

@@ -1,29 +1,48 @@
 """The HTTP service: JSON endpoints over the store, OpenAPI at ``/docs``, the page at ``/``.
 
-Domain errors are mapped to HTTP statuses in one place (:data:`STATUS`); a request FastAPI
-cannot validate (``limit=0``) takes the same road, as a 400 in the same ``{"error", "detail"}``
-shape (:class:`ErrorBody`). Every route refuses a query parameter it does not declare, or one
-given twice (``_parameters``); what the schema says beyond FastAPI's inference is in
-``_openapi``. Writes need the bearer token ``CORRELATOR_TOKEN`` (compared in constant time);
-reads need ``CORRELATOR_READ_TOKEN`` when it is set. Request bodies are read with a size cap,
-and ingest runs in a worker thread so the event loop keeps answering reads.
+Every error answers the ``{"error", "detail"}`` shape (:class:`ErrorBody`), as JSON. Domain
+errors are mapped to HTTP statuses in one place (:data:`STATUS`); a request FastAPI cannot
+validate (``limit=0``) takes the same road, as a 400. The HTTP layer's own refusals (a path
+or method the service does not have, a ``Host`` it does not answer to, a body that does not
+arrive in time, a failure of its own) carry the name of the refusal instead of a class
+(:data:`REFUSALS`). Every route refuses a query parameter it does not declare, or one given
+twice (``_parameters``); what the schema says beyond FastAPI's inference is in ``_openapi``.
+Writes need the bearer token ``CORRELATOR_TOKEN`` (compared in constant time); reads need
+``CORRELATOR_READ_TOKEN`` when it is set.
+
+Concurrency follows datasette's model: one writer, serialised, and readers on cursors of their
+own (``Store``). Reads are answered by a bounded set of threads (``read_threads``) and rendered
+to JSON there, so that the event loop only moves bytes: a burst of reads waits its turn on the
+loop, without a thread each, and ``/healthz`` (answered on the loop), the writes (a thread of
+their own) and the checks of every request (token, query, ``Host``: coroutines) never wait
+behind it. Identical reads in flight share one answer (:class:`_Flights`). A request's body is
+streamed into the ingest in the chunks it arrives in, under a size cap and a deadline: never
+held whole, nor as a list of its lines.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import io
+import ipaddress
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import tzinfo
 from functools import partial
+from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated, Any, Final
 
+import anyio
+import orjson
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import agent_logging
 from agent_logging.integrations.asgi import AgentLoggingMiddleware
@@ -49,11 +68,22 @@ from correlator.errors import (
     SourceError,
     TooLargeError,
 )
-from correlator.ingest import FILE_KINDS, ingest_lines
-from correlator.sources._lines import without_bom
-from correlator.store import Store
+from correlator.ingest import FILE_KINDS, ingest_lines, read_lines
+from correlator.store import IngestResult, Store
 
-__all__ = ["STATUS", "ErrorBody", "create_app"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_READ_THREADS",
+    "HOST_REFUSAL",
+    "LOOPBACK_NAMES",
+    "REFUSALS",
+    "STATUS",
+    "ErrorBody",
+    "Failures",
+    "HostCheck",
+    "create_app",
+]
 
 #: The one place domain errors become HTTP statuses (most specific class first).
 STATUS: Final[tuple[tuple[type[CorrelatorError], int], ...]] = (
@@ -65,9 +95,31 @@ STATUS: Final[tuple[tuple[type[CorrelatorError], int], ...]] = (
     (SourceError, 502),
     (CorrelatorError, 500),
 )
+#: The ``error`` of the HTTP layer's own refusals, by status: no domain class names them.
+REFUSALS: Final = {
+    404: "NoSuchPath",
+    405: "MethodNotAllowed",
+    408: "BodyTimeout",
+    500: "InternalError",
+}
+#: What ``error`` says when a request's ``Host`` is not one the service answers to (a 400).
+HOST_REFUSAL: Final = "HostNotAllowed"
 DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
+#: Reads answered at once. A read is Python holding the GIL between DuckDB queries that let
+#: go of it, and a thread back from DuckDB waits for the GIL: it takes several reads in
+#: flight to keep two cores busy (four kept fewer busy than eight). More gave no more
+#: throughput, only threads queueing for the GIL (which /healthz, on the event loop, needs
+#: too: 16 doubled its p95, 32-40 made it 0.3-1.3 s) and memory: a busy node's answer is 100-200
+#: MB while it is built (benchmarks/RESULTS.md, issue 21; Starlette's shared pool ran 40).
+DEFAULT_READ_THREADS: Final = 8
+DEFAULT_BODY_TIMEOUT_S: Final = 60.0
+#: Names a client on the machine itself reaches the service by; answered on a loopback
+#: connection only.
+LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
 _WEB: Final = Path(__file__).with_name("web")
 _PAGE: Final = _WEB / "index.html"
+#: The buffer between a body's chunks and ``read_lines``: what one read of the chunks takes.
+_BODY_BUFFER_BYTES: Final = 64 * 1024
 _log = agent_logging.get_logger("correlator.api")
 
 
@@ -81,15 +133,275 @@ def _matches(given: str | None, *expected: str | None) -> bool:
     )
 
 
-async def _body_lines(request: Request, limit: int) -> list[bytes]:
-    size = 0
-    chunks: list[bytes] = []
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise TooLargeError(f"request body is over {limit} bytes; split the evidence")
-        chunks.append(chunk)
-    return without_bom(b"".join(chunks)).split(b"\n")
+def _error(
+    status: int, error: str, detail: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """An :class:`ErrorBody` answer: every error the service gives goes through here."""
+    return JSONResponse({"error": error, "detail": detail}, status, headers)
+
+
+def _render(data: Any) -> bytes:
+    """An answer rendered to JSON once, as the CLI's ``--json`` renders it (``orjson``; what
+    it cannot render, as text), without FastAPI's validation and re-encoding of every
+    value: that costs more than the query for a busy node's 10,000 events."""
+    return orjson.dumps(data, default=str)
+
+
+def _body(rendered: bytes) -> Response:
+    return Response(rendered, media_type="application/json")
+
+
+def _json(data: Any) -> Response:
+    return _body(_render(data))
+
+
+# -- Host ----------------------------------------------------------------------------------
+
+
+def _host_name(value: str) -> str:
+    """The name of a ``Host`` header, without its port: ``[::1]:8080`` → ``[::1]``."""
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.rpartition(":")[0] if value.count(":") == 1 else value
+
+
+def _as_host(name: str) -> str:
+    """A host name as a ``Host`` header writes it, without a port: lower case, an IPv6
+    address in brackets (``::1`` → ``[::1]``, ``Example.ORG:443`` → ``example.org``)."""
+    name = name.strip().lower()
+    try:
+        return f"[{ipaddress.IPv6Address(name)}]"
+    except ValueError:
+        return _host_name(name)
+
+
+def _own_names(server: tuple[str, int | None] | None) -> set[str]:
+    """The names of the address a connection arrived on (``scope["server"]``), and the
+    loopback names when that address is a loopback one."""
+    if server is None:
+        return set()
+    address = server[0].lower()
+    names = {_as_host(address)}
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return names
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    if ip.is_loopback or (mapped is not None and mapped.is_loopback):
+        names |= LOOPBACK_NAMES
+    return names
+
+
+class HostCheck:
+    """ASGI middleware: a request whose ``Host`` the service does not answer to is a 400.
+
+    A web page cannot read another origin's answers, unless its own name resolves to the
+    service (DNS rebinding: ``evil.example`` first resolves to the attacker, then to
+    127.0.0.1): its requests then carry ``Host: evil.example``. So the ``Host`` must name the
+    address the connection arrived on (the IP of ``--host``, or the one of the interface for
+    ``0.0.0.0``), one of :data:`LOOPBACK_NAMES` on a loopback connection, or one of
+    ``allowed`` (the name given to ``--host``, those of ``CORRELATOR_ALLOWED_HOSTS``). The
+    port is not compared: a page cannot choose the port its browser writes, only the name
+    that resolves. ``*`` in ``allowed`` turns the check off.
+
+    Args:
+        app: the application.
+        allowed: host names answered besides the connection's own address.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(_as_host(name) for name in allowed if name.strip())
+        self.everything = "*" in self.allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.everything:
+            refusal = self.refusal(scope)
+            if refusal is not None:
+                await _error(400, HOST_REFUSAL, refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> str | None:
+        """Why the request's ``Host`` is refused, or None when it is answered."""
+        hosts = [value for name, value in scope["headers"] if name == b"host"]
+        if len(hosts) != 1:
+            return "a request must carry one Host header"
+        value = hosts[0].decode("latin-1").strip().lower()
+        name = _host_name(value)
+        own = _own_names(scope.get("server"))
+        if name in own or name in self.allowed:
+            return None
+        known = ", ".join(sorted(own | self.allowed)) or "none"
+        return (
+            f"Host {value[:100]!r} is not a name of this service (it answers {known}); "
+            f"if it is one, add it to {_environ.ALLOWED_HOSTS}"
+        )
+
+
+class Failures:
+    """ASGI middleware: an exception no handler took is logged, with its traceback and the
+    request's identifiers, and answered as a 500 :class:`ErrorBody` that tells the client
+    nothing of it but where to look (its ``X-Correlation-ID``).
+
+    Args:
+        app: the application.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            _log.error("request failed", exc_info=exc, path=scope.get("path", ""))
+            if started:  # half an answer is out: only closing the connection tells the client
+                raise
+            detail = (
+                "the service failed to answer; its log says why, under this answer's "
+                "X-Correlation-ID"
+            )
+            await _error(500, REFUSALS[500], detail)(scope, receive, send)
+
+
+# -- reads ---------------------------------------------------------------------------------
+
+
+class _Flights:
+    """Identical reads in flight share one answer (Go's ``singleflight``).
+
+    When 30 people open the timeline an incident channel links to, or a page is reloaded
+    while its first load is still being answered, the first request computes the answer and
+    those that arrive while it does wait for the same bytes: one computation instead of 30,
+    and nothing older than what a request queued behind the first would get. A key carries
+    the store's write generation (:meth:`wrote`): a request that comes after a write has
+    committed never joins a computation that began before it.
+    """
+
+    def __init__(self) -> None:
+        self._flying: dict[tuple[Any, ...], asyncio.Future[bytes]] = {}
+        self.generation = 0
+
+    def wrote(self) -> None:
+        """A write has committed: later reads compute afresh."""
+        self.generation += 1
+
+    async def answer(
+        self, key: tuple[Any, ...], compute: Callable[[], Coroutine[Any, Any, bytes]]
+    ) -> bytes:
+        """The answer of ``compute()`` for ``key``: the one in flight, or a new one.
+
+        Raises:
+            Whatever ``compute`` raised, to every request that shared it.
+        """
+        key = (self.generation, *key)
+        flight = self._flying.get(key)
+        if flight is None:
+            # A task of its own: a client that leaves does not cancel the others' answer.
+            flight = asyncio.ensure_future(compute())
+            self._flying[key] = flight
+            flight.add_done_callback(partial(self._landed, key))
+        return await asyncio.shield(flight)
+
+    def _landed(self, key: tuple[Any, ...], flight: asyncio.Future[bytes]) -> None:
+        self._flying.pop(key, None)
+        if not flight.cancelled():
+            flight.exception()  # retrieved here: every waiter may have gone
+
+
+# -- request bodies ------------------------------------------------------------------------
+
+
+class _BodyTimeout(Exception):
+    """The body did not arrive within the deadline."""
+
+
+class _BodyStream(io.RawIOBase):
+    """A request body as a blocking binary stream, for the ingest's worker thread.
+
+    Each read takes the next chunk from the event loop (``anyio.from_thread``), where
+    ``next_chunk`` awaits it, so that no more than a chunk or two is held at once, whatever
+    the body's size or shape: a 64 MiB body of newlines is read as 64 MiB of chunks by
+    ``read_lines``, not split into 64 million ``bytes`` first.
+    """
+
+    def __init__(self, next_chunk: Callable[[], Coroutine[Any, Any, bytes]]) -> None:
+        super().__init__()
+        self._next_chunk = next_chunk
+        self._chunk = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._chunk:
+            self._chunk = memoryview(anyio.from_thread.run(self._next_chunk))
+        size = min(len(buffer), len(self._chunk))
+        buffer[:size] = self._chunk[:size]
+        self._chunk = self._chunk[size:]
+        return size
+
+
+def _chunks(
+    request: Request, limit: int, timeout_s: float
+) -> Callable[[], Coroutine[Any, Any, bytes]]:
+    """``next_chunk()`` of ``request``'s body: the next non-empty chunk, ``b""`` at its end.
+
+    Raises (from ``next_chunk``):
+        TooLargeError: the body grew over ``limit`` bytes.
+        _BodyTimeout: waiting for the body took more than ``timeout_s`` in all (the time
+            the ingest spends between chunks not counted: a slow store is not the client's).
+        ClientDisconnect: the client went away before the body ended.
+    """
+    receive = request.receive
+    received = 0
+    waited_s = 0.0
+    ended = False
+
+    async def next_chunk() -> bytes:
+        nonlocal received, waited_s, ended
+        while not ended:
+            started = time.monotonic()
+            with anyio.move_on_after(max(timeout_s - waited_s, 0.0)) as waiting:
+                message = await receive()
+            waited_s += time.monotonic() - started
+            if waiting.cancelled_caught:
+                raise _BodyTimeout(
+                    f"the request body did not arrive within {timeout_s:g} s "
+                    f"({received:,} bytes came); send it at once"
+                )
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            chunk: bytes = message.get("body", b"")
+            ended = not message.get("more_body", False)
+            received += len(chunk)
+            if received > limit:
+                raise TooLargeError(f"request body is over {limit} bytes; split the evidence")
+            if chunk:
+                return chunk
+        return b""
+
+    return next_chunk
+
+
+def _declared_length(request: Request) -> int | None:
+    text = request.headers.get("content-length", "")
+    return int(text) if text.isdigit() else None
+
+
+# -- the application -----------------------------------------------------------------------
 
 
 def create_app(
@@ -98,6 +410,9 @@ def create_app(
     token: str | None,
     read_token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+    read_threads: int = DEFAULT_READ_THREADS,
+    allowed_hosts: Sequence[str] = (),
     now_ns: Callable[[], int] = time.time_ns,
     nginx_zone: tzinfo | None = None,
     owner_rules: Sequence[OwnerRule] = DEFAULT_RULES,
@@ -109,6 +424,11 @@ def create_app(
         token: bearer token for writes; None refuses every write.
         read_token: bearer token for reads; None leaves reads open.
         max_body_bytes: cap on ``POST /v1/evidence`` bodies.
+        body_timeout_s: how long ``POST /v1/evidence`` waits for its body in all.
+        read_threads: reads answered at once; the others wait their turn.
+        allowed_hosts: host names answered besides the address each connection arrives on
+            (and the loopback names on a loopback connection): ``HostCheck``; ``"*"``
+            answers any.
         now_ns: the clock findings measure ages against.
         nginx_zone: the zone of nginx error-log times when a post names none (``?tz=``);
             None: UTC.
@@ -117,32 +437,84 @@ def create_app(
     Returns:
         The application; its schema (``/openapi.json``, ``/docs``) lists the read token only
         when ``read_token`` is set.
+
+    Raises:
+        ValueError: ``read_threads`` is under 1.
     """
+    if read_threads < 1:
+        raise ValueError(f"read_threads must be at least 1, not {read_threads}")
     app = Service(
         title="evidence-pipeline correlator",
         version="0.1.0",
-        description="One incident timeline across node, ingress, API, workflow and DB evidence.",
+        description="One incident timeline across node, ingress, API, workflow and DB evidence."
+        '\n\nEvery error answers `{"error", "detail"}` as JSON. A request\'s `Host` must '
+        "name the service (its address, `localhost` on a loopback connection, or a name in "
+        f"{_environ.ALLOWED_HOSTS}), else it is a 400 `HostNotAllowed`: a web page cannot "
+        "read the service through DNS rebinding.",
     )
+    # The first added is the innermost: a failure is answered inside the access log's
+    # middleware, which adds the X-Correlation-ID its record is found by; refused hosts are
+    # logged too.
+    app.add_middleware(Failures)
+    app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(AgentLoggingMiddleware)
+    readers = anyio.CapacityLimiter(read_threads)
+    # The store's one writer is serialised by its lock: a thread more would only wait there.
+    writer = anyio.CapacityLimiter(1)
+    flights = _Flights()
+    # What /healthz says the store holds: counted at start and after each write, on the
+    # writer's thread, so that answering it needs no thread and no query.
+    held = {"events": store.count()}
+
+    async def read(key: tuple[Any, ...], answer: Callable[[], Any]) -> Response:
+        """``answer()`` on a read thread, rendered there (a big answer's JSON is built off
+        the event loop), shared with the identical reads (``key``) that arrive meanwhile."""
+
+        async def compute() -> bytes:
+            return await anyio.to_thread.run_sync(lambda: _render(answer()), limiter=readers)
+
+        return _body(await flights.answer(key, compute))
 
     @app.exception_handler(CorrelatorError)
     async def domain_error(request: Request, exc: CorrelatorError) -> JSONResponse:
         status = next(code for kind, code in STATUS if isinstance(exc, kind))
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status, headers)
+        if status == 413:  # the rest of the body is not read: the connection cannot go on
+            headers = {"Connection": "close"}
+        return _error(status, type(exc).__name__, str(exc), headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         # A bad parameter is a QueryError like those the routes raise: same status, same shape.
         return await domain_error(request, QueryError(invalid(exc)))
 
-    def require_write(credentials: Annotated[Credentials, Depends(WRITE_BEARER)]) -> None:
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> JSONResponse:
+        # Starlette's own: a path (or static file) the service does not have, a method a
+        # path does not take (with its Allow header).
+        name = REFUSALS.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.replace(" ", "")
+        detail = {
+            404: f"no such path: {request.url.path[:200]!r}; the API is described at /docs",
+            405: f"{request.url.path[:200]!r} does not take {request.method}",
+        }.get(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, name, detail, dict(exc.headers or {}))
+
+    @app.exception_handler(_BodyTimeout)
+    async def body_timeout(request: Request, exc: _BodyTimeout) -> JSONResponse:
+        return _error(408, REFUSALS[408], str(exc), {"Connection": "close"})
+
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # Nobody reads this answer; it keeps the log free of a traceback for a client's exit.
+        return _error(400, "ClientDisconnect", "the client went away before its body ended")
+
+    async def require_write(credentials: Annotated[Credentials, Depends(WRITE_BEARER)]) -> None:
         if token is None:
             raise AuthError("writes are disabled: start the service with CORRELATOR_TOKEN set")
         if not _matches(_given(credentials), token):
             raise AuthError("POST /v1/evidence needs 'Authorization: Bearer <CORRELATOR_TOKEN>'")
 
-    def require_read(credentials: Annotated[Credentials, Depends(READ_BEARER)]) -> None:
+    async def require_read(credentials: Annotated[Credentials, Depends(READ_BEARER)]) -> None:
         if not _matches(_given(credentials), read_token, token):
             raise AuthError("reads need 'Authorization: Bearer <CORRELATOR_READ_TOKEN>'")
 
@@ -153,8 +525,9 @@ def create_app(
     @app.post(
         "/v1/evidence",
         dependencies=[Depends(require_write), Depends(check_query)],
-        responses=errors(400, 401, 413),
+        responses=errors(400, 401, 408, 413),
         openapi_extra={"requestBody": EVIDENCE_BODY},
+        response_model=dict[str, Any],
     )
     async def post_evidence(
         request: Request,
@@ -173,22 +546,38 @@ def create_app(
                 f"{_environ.NGINX_TZ}, else UTC."
             ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Ingest an NDJSON (or native log) body; returns accepted/duplicate/rejected counts."""
         if source not in FILE_KINDS:
             raise QueryError(f"unknown source kind {source!r}; use one of {', '.join(FILE_KINDS)}")
         nginx = zone(source, tz, nginx_zone)
-        lines = await _body_lines(request, max_body_bytes)
-        result = await run_in_threadpool(
-            partial(ingest_lines, store, source, lines, "http", nginx_zone=nginx)
+        declared = _declared_length(request)
+        if declared is not None and declared > max_body_bytes:
+            raise TooLargeError(f"request body is over {max_body_bytes} bytes; split the evidence")
+        body = io.BufferedReader(
+            _BodyStream(_chunks(request, max_body_bytes, body_timeout_s)), _BODY_BUFFER_BYTES
         )
+        # The body is read as the ingest asks for it, on the writer's thread: one
+        # transaction, so a body refused half-way (too large, too slow) leaves nothing.
+
+        def ingest() -> IngestResult:
+            try:
+                return ingest_lines(store, source, read_lines(body), "http", nginx_zone=nginx)
+            finally:
+                held["events"] = store.count()
+
+        try:
+            result = await anyio.to_thread.run_sync(ingest, limiter=writer)
+        finally:
+            flights.wrote()  # committed or rolled back: reads from now on compute afresh
         _log.info("evidence ingested", source=source, **result.as_dict())
-        return result.as_dict()
+        return _json(result.as_dict())
 
     @app.get(
         "/v1/timeline",
         dependencies=[*reads, Depends(check_query)],
         responses=errors(400, *read_refusals, 404),
+        response_model=dict[str, Any],
     )
     async def get_timeline(
         seed: Annotated[tuple[str, str], Depends(seed)],
@@ -197,56 +586,70 @@ def create_app(
         limit: Annotated[
             int, Query(ge=1, le=queries.MAX_LIMIT, description="At most this many events.")
         ] = incident.DEFAULT_LIMIT,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The incident timeline for one identifier (``?allocation_id=a-9``)."""
         key, value = seed
         lo = queries.parse_time_ns(from_) if from_ else None
         hi = queries.parse_time_ns(to) if to else None
-        return await run_in_threadpool(
-            incident.timeline_for,
-            store,
-            key,
-            value,
-            from_ns=lo,
-            to_ns=hi,
-            limit=limit,
-            rules=owner_rules,
+        return await read(
+            ("timeline", key, value, lo, hi, limit),
+            partial(
+                incident.timeline_for,
+                store,
+                key,
+                value,
+                from_ns=lo,
+                to_ns=hi,
+                limit=limit,
+                rules=owner_rules,
+            ),
         )
 
     @app.get(
         "/v1/graph",
         dependencies=[*reads, Depends(check_query)],
         responses=errors(400, *read_refusals, 404),
+        response_model=dict[str, Any],
     )
-    async def get_graph(seed: Annotated[tuple[str, str], Depends(seed)]) -> dict[str, Any]:
+    async def get_graph(seed: Annotated[tuple[str, str], Depends(seed)]) -> Response:
         """The identifier graph from one identifier: followed and refused links."""
         key, value = seed
-        return await run_in_threadpool(incident.graph_for, store, key, value)
+        return await read(("graph", key, value), partial(incident.graph_for, store, key, value))
 
     @app.get(
         "/v1/findings",
         dependencies=[*reads, Depends(check_query)],
         responses=errors(400, *read_refusals),
+        response_model=dict[str, Any],
     )
-    async def get_findings() -> dict[str, Any]:
+    async def get_findings() -> Response:
         """Stuck lifecycles, drift and orphans."""
-        return await run_in_threadpool(queries.findings, store, now_ns())
+        # Shared answers are as old as the computation's start: ages measured then.
+        return await read(("findings",), lambda: queries.findings(store, now_ns()))
 
     @app.get(
         "/v1/latency",
         dependencies=[*reads, Depends(check_query)],
         responses=errors(400, *read_refusals),
+        response_model=dict[str, Any],
     )
-    async def get_latency() -> dict[str, Any]:
+    async def get_latency() -> Response:
         """Per-phase workflow durations by provider: count, p50, p95."""
-        return await run_in_threadpool(queries.latency, store)
+        return await read(("latency",), partial(queries.latency, store))
 
-    @app.get("/healthz", dependencies=[Depends(check_query)], responses=errors(400))
-    async def healthz() -> dict[str, Any]:
-        """Liveness: the store answers. It takes no token (probes have none), so when reads
-        need one it does not say how many events the store holds."""
-        events = await run_in_threadpool(store.count)
-        return {"status": "ok"} if read_token is not None else {"status": "ok", "events": events}
+    @app.get(
+        "/healthz",
+        dependencies=[Depends(check_query)],
+        responses=errors(400),
+        response_model=dict[str, Any],
+    )
+    async def healthz() -> Response:
+        """Liveness: the service answers. Answered on the event loop from what it knows, with
+        no thread and no query, so that neither a burst of reads nor a long ingest delays it
+        (a probe that failed under load would have the service restarted when it is needed
+        most). ``events``: what the store held at the last write, or at start. It takes no
+        token (probes have none), so when reads need one it says no more than ``ok``."""
+        return _json({"status": "ok"} if read_token is not None else {"status": "ok", **held})
 
     if _WEB.is_dir():  # the page's script and style; an install without package data has none
         app.mount("/static", StaticFiles(directory=_WEB), name="static")

@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 
 from correlator import _environ
-from correlator._arguments import database, environ_zone, nginx_zone, owner_rules, parser
+from correlator._arguments import (
+    DEFAULT_DEMO_DB,
+    database,
+    environ_zone,
+    nginx_zone,
+    owner_rules,
+    parser,
+)
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
 from correlator.store import IngestResult, Store
 
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-_READ_COMMANDS = frozenset({"timeline", "graph", "findings", "latency"})
+_READ_COMMANDS = frozenset({"timeline", "graph", "findings", "latency", "rejects"})
 
 _Number = TypeVar("_Number", int, float)
 
@@ -139,6 +146,50 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
             stdin = read_lines(sys.stdin.buffer)
             result.add(ingest_lines(store, args.source, stdin, "stdin", nginx_zone=zone))
     print(_summary(result, time.perf_counter() - started), file=sys.stderr)
+    return _ingest_verdict(args, store, result)
+
+
+#: What to set so that a kind's lines carry identifiers, for the warning on lines without any.
+_JOIN_ADVICE: Final = {
+    "nginx": 'log $request_id: the JSON log_format with "request_id":"$request_id", or '
+    "the combined format with ' \"$request_id\"' appended (README: nginx), and forward it "
+    "upstream (proxy_set_header X-Correlation-ID $request_id)",
+    "postgres": "append sqlcommenter comments to statements (agent_logging.sql_comment()) "
+    "and log them (log_statement, or log_min_duration_statement)",
+}
+
+
+def _ingest_verdict(args: argparse.Namespace, store: Store, result: IngestResult) -> int:
+    """After the summary: say loudly what can never join a timeline, and fail an ingest
+    that read nothing, naming the kind the lines look like."""
+    data = result.as_dict()
+    paths = [p for p in (args.paths or ()) if p != "-"]
+    if data["accepted"] == 0 and data["duplicate"] == 0 and data["rejected"] > 0:
+        hint = ""
+        if paths and Path(paths[0]).is_file():
+            from correlator.ingest import FILE_KINDS, read_lines
+            from correlator.sources._guess import guess_kinds
+
+            with Path(paths[0]).open("rb") as handle:
+                guesses = guess_kinds(read_lines(handle), list(FILE_KINDS))
+            better = [kind for kind, _ in guesses if kind != args.source]
+            if better:
+                hint = f"; the lines look like --source {better[0]}"
+        print(f"correlator: no line was read as --source {args.source}{hint}", file=sys.stderr)
+        return 1
+    if data["accepted"] and paths:
+        lonely = store.events_without_identifiers([str(p) for p in paths])
+        if lonely:
+            advice = _JOIN_ADVICE.get(
+                args.source, "give each record one of the five identifiers (README: the record)"
+            )
+            print(
+                f"correlator: WARNING: {lonely} of the {data['accepted']} lines accepted carry "
+                "no identifier (node_id, node_instance_id, correlation_id, allocation_id, "
+                "workflow_id, trace_id): they will never join a timeline. To fix: "
+                f"{advice}",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -210,7 +261,7 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
     from correlator import incident, render
     from correlator.queries import parse_time_ns
 
-    key, value = incident.parse_seed(args.id)
+    key, value = incident.resolve_seed(store, args.id)
     data = incident.timeline_for(
         store,
         key,
@@ -237,7 +288,7 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
 def _graph(args: argparse.Namespace, store: Store) -> int:
     from correlator import incident
 
-    key, value = incident.parse_seed(args.id)
+    key, value = incident.resolve_seed(store, args.id)
     _print_json(incident.graph_for(store, key, value))
     return 0
 
@@ -257,6 +308,17 @@ def _findings(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
+def _rejects(args: argparse.Namespace, store: Store) -> int:
+    from correlator import render
+
+    rows = store.rejects(args.limit)
+    if args.json:
+        _print_json({"rejects": rows})
+    else:
+        render.print_rejects(rows)
+    return 0
+
+
 def _latency(args: argparse.Namespace, store: Store) -> int:
     from correlator import queries, render
 
@@ -269,26 +331,44 @@ def _latency(args: argparse.Namespace, store: Store) -> int:
 
 
 def _serve(args: argparse.Namespace, store: Store) -> int:
-    import uvicorn
-
     import agent_logging
-    from correlator.api import DEFAULT_MAX_BODY_BYTES, create_app
+    from correlator._server import serve
+    from correlator.api import (
+        DEFAULT_BODY_TIMEOUT_S,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_READ_THREADS,
+        create_app,
+    )
     from correlator.queries import findings_config
 
     # Settings first: a malformed one is reported before logging is configured or a thread
     # started. The findings' thresholds are read again on each use (queries.findings), so
     # that the HTTP route and the findings logger see the same ones.
     max_body_bytes = _env_number(_environ.MAX_BODY_BYTES, int, DEFAULT_MAX_BODY_BYTES, least=1)
+    body_timeout_s = _env_number(
+        _environ.BODY_TIMEOUT_S, float, DEFAULT_BODY_TIMEOUT_S, least=0.001
+    )
+    header_timeout_s = _env_number(_environ.HEADER_TIMEOUT_S, float, 10.0, least=0.001)
+    read_threads = _env_number(_environ.READ_THREADS, int, DEFAULT_READ_THREADS, least=1)
+    max_connections = _env_number(_environ.MAX_CONNECTIONS, int, 512, least=1)
     interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
     findings_config(os.environ)
     zone = environ_zone()
     rules = owner_rules(args)
+    # The Host header must name the service: its address (answered on every connection to
+    # it), the name given as --host, or one the operator lists (correlator.api.HostCheck).
+    # A wildcard address (0.0.0.0, ::) is no name: connections to it arrive on an interface's.
+    own = [] if args.host in ("0.0.0.0", "::", "") else [args.host]  # noqa: S104 - compared
+    allowed = [*own, *os.environ.get(_environ.ALLOWED_HOSTS, "").split(",")]
     agent_logging.configure(service="correlator", layer="api")
     app = create_app(
         store,
         token=os.environ.get(_environ.TOKEN) or None,
         read_token=os.environ.get(_environ.READ_TOKEN) or None,
         max_body_bytes=max_body_bytes,
+        body_timeout_s=body_timeout_s,
+        read_threads=read_threads,
+        allowed_hosts=[name.strip() for name in allowed if name.strip()],
         nginx_zone=zone,
         owner_rules=rules,
     )
@@ -298,7 +378,13 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
         f"correlator: serving {store.path} on http://{args.host}:{args.port}/ (API docs at /docs)",
         file=sys.stderr,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    serve(
+        app,
+        host=args.host,
+        port=args.port,
+        header_timeout_s=header_timeout_s,
+        max_connections=max_connections,
+    )
     return 0
 
 
@@ -383,6 +469,7 @@ _COMMANDS = {
     "graph": _graph,
     "findings": _findings,
     "latency": _latency,
+    "rejects": _rejects,
     "serve": _serve,
 }
 
@@ -399,14 +486,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = parser().parse_args(argv)
     args.db = database(args)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader went away (``correlator timeline | head``): what it read was what it
+        # wanted. Python would report the pipe again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, in words, or None when it can."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        return f"cannot listen on {host}: {exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} is in use on {host}; try --port {_free_port(host)}"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((host if host not in ("", "0.0.0.0") else "127.0.0.1", 0))  # noqa: S104
+        return int(probe.getsockname()[1])
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in ("serve", "demo") and not getattr(args, "no_serve", False):
+        # Before anything is built or opened: uvicorn would say it in a JSON log line and exit
+        # 3, with the store still open under it.
+        busy = _port_in_use(args.host, args.port)
+        if busy is not None:
+            print(f"correlator: {busy}", file=sys.stderr)
+            return 2
     read_only = args.command in _READ_COMMANDS
     # DuckDB creates a missing file on a read-write open: a mistyped --db would leave an
     # empty database behind and answer "no evidence". ingest, demo and serve (which takes
     # POST /v1/evidence) start from an empty database on purpose; the others only read.
     if read_only and not Path(args.db).exists():
+        demo_db = Path(DEFAULT_DEMO_DB)
+        hint = (
+            f"; the demo's is {demo_db} (correlator --db {demo_db} {args.command} ...)"
+            if demo_db.exists() and Path(args.db) != demo_db
+            else ""
+        )
         print(
             f"correlator: no database at {args.db}: ingest evidence first (correlator ingest)"
-            f" or point --db / {_environ.DB} at one",
+            f" or point --db / {_environ.DB} at one{hint}",
             file=sys.stderr,
         )
         return 2

@@ -26,16 +26,23 @@ allocation's evidence comes from :mod:`correlator._demo_story`, in the shapes of
 The demo builds a fresh database, ``./correlator-demo.duckdb`` unless ``--db`` names another
 (``$CORRELATOR_DB`` is not read: it names the evidence). It never replaces a file that holds
 anything but a previous demo (:func:`foreign_origin`) unless given ``--force``: a demo's every
-event and reject came from one of its evidence files in its own temporary directory
-(``.../correlator-demo-*/agent.ndjson``...), and no other evidence does.
+event and reject came from one of its evidence files in its own folder beside the database
+(``correlator-demo.duckdb.evidence/agent.ndjson``...; demos before that folder existed wrote a
+temporary ``.../correlator-demo-*/`` one), and no other evidence does. The folder stays, so
+that the timeline's ``origin`` names files that exist, and an operator can ingest them again
+by hand to learn the commands.
+
+The same seed tells the same story every time: the story is anchored on a whole second of
+"now" (nginx error-log times carry no fraction, so an anchor with one would move their lines
+before or after their neighbours from one run to the next).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Final
@@ -44,7 +51,7 @@ from correlator._demo_evidence import Writer
 from correlator._demo_story import FAILING_ALLOCATION, drifting, failing, healthy, stuck
 from correlator.errors import QueryError
 
-__all__ = ["build", "foreign_origin", "run", "write_evidence"]
+__all__ = ["build", "evidence_folder", "foreign_origin", "run", "write_evidence"]
 
 _S: Final = 1_000_000_000
 #: The evidence files the demo writes, and the source kind of each.
@@ -57,13 +64,16 @@ _FILES: Final = {
     "k8s-provisionrequests.json": "k8s",
     "jobs.ndjson": "aap",
 }
-#: The prefix of the temporary directory :func:`build` writes them into.
+#: The suffix of :func:`evidence_folder`'s name.
+_FOLDER_SUFFIX: Final = ".evidence"
+#: The prefix of the temporary directory demos before :func:`evidence_folder` wrote into.
 _DIRECTORY_PREFIX: Final = "correlator-demo-"
 
 
 def write_evidence(directory: Path, *, now_ns: int, seed: int = 7) -> list[tuple[str, Path]]:
     """Write the demo's evidence files into ``directory``; returns (source kind, path) pairs."""
     rng = random.Random(seed)  # noqa: S311 - demo data, not secrets
+    now_ns -= now_ns % _S  # a whole second: the same story whatever the fraction of now
     w = Writer()
     base = now_ns - 3 * 3600 * _S
     for n in range(8):
@@ -95,13 +105,26 @@ def build(db_path: Path, *, now_ns: int, seed: int = 7) -> dict[str, Any]:
     from correlator.store import IngestResult, Store
 
     total = IngestResult()
-    with (
-        tempfile.TemporaryDirectory(prefix=_DIRECTORY_PREFIX) as tmp,
-        Store(db_path) as store,
-    ):
-        for kind, path in write_evidence(Path(tmp), now_ns=now_ns, seed=seed):
+    folder = evidence_folder(db_path)
+    if folder.exists():
+        # Only a previous demo's: files the demo writes, nothing else (never a folder of yours
+        # that happens to have the name).
+        if not folder.is_dir() or any(p.name not in _FILES for p in folder.iterdir()):
+            raise QueryError(
+                f"{folder} exists and holds more than a previous demo's evidence: move it, or "
+                "give the demo another database (--db)"
+            )
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    with Store(db_path) as store:
+        for kind, path in write_evidence(folder, now_ns=now_ns, seed=seed):
             total.add(ingest_paths(store, kind, [path]))
     return total.as_dict()
+
+
+def evidence_folder(db_path: Path) -> Path:
+    """Where the demo writes its evidence files: beside its database, named after it."""
+    return db_path.with_name(f"{db_path.name}{_FOLDER_SUFFIX}")
 
 
 def foreign_origin(db_path: Path) -> str | None:
@@ -138,7 +161,11 @@ def foreign_origin(db_path: Path) -> str | None:
         return f"a file the correlator cannot read as its database ({exc})"
     for (origin,) in rows:
         path = Path(str(origin))
-        if path.name not in _FILES or not path.parent.name.startswith(_DIRECTORY_PREFIX):
+        folder = path.parent.name
+        # A demo's folder beside its database (a copied demo keeps its first folder's name).
+        if path.name not in _FILES or not (
+            folder.endswith(_FOLDER_SUFFIX) or folder.startswith(_DIRECTORY_PREFIX)
+        ):
             return f"evidence from {str(origin)[:80]!r}"
     return None
 
@@ -180,6 +207,13 @@ def run(args: argparse.Namespace) -> int:
         render.print_findings(queries.findings(store, now_ns)["findings"])
         print()
         render.print_latency(queries.latency(store)["phases"])
+    print(
+        f"\nthe demo's evidence files are in {evidence_folder(db_path)}/; next, try:\n"
+        f"  correlator --db {db_path} timeline --id {FAILING_ALLOCATION}\n"
+        f"  correlator --db {db_path} findings\n"
+        f"  correlator --db {db_path} serve",
+        file=sys.stderr,
+    )
     if args.no_serve:
         return 0
     print(

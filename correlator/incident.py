@@ -24,7 +24,14 @@ from correlator.model import IDENTIFIER_KEYS, Event, hash_text
 from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 
-__all__ = ["event_json", "graph_for", "parse_seed", "timeline_for"]
+__all__ = [
+    "SEARCH_ORDER",
+    "event_json",
+    "graph_for",
+    "parse_seed",
+    "resolve_seed",
+    "timeline_for",
+]
 
 DEFAULT_LIMIT: Final = 10_000
 #: Around the seed's own evidence, how far the incident window reaches (parents' events and
@@ -43,6 +50,49 @@ def parse_seed(text: str) -> tuple[str, str]:
     if not sep:
         raise QueryError(f"expected KEY=VALUE with KEY one of {', '.join(IDENTIFIER_KEYS)}")
     return check_seed(key.strip(), value.strip())
+
+
+#: The order a bare value (no ``KEY=``) is tried in, most specific incident first, after the
+#: kind its shape suggests (the web page tries the same order).
+SEARCH_ORDER: Final = (
+    "allocation_id",
+    "correlation_id",
+    "workflow_id",
+    "node_id",
+    "node_instance_id",
+)
+#: Value shapes the services mint: the kind tried first for a bare value ("ni-" before "n-").
+_SHAPES: Final = (
+    ("ni-", "node_instance_id"),
+    ("n-", "node_id"),
+    ("wf-", "workflow_id"),
+    ("a-", "allocation_id"),
+    ("c-", "correlation_id"),
+)
+
+
+def resolve_seed(store: Store, text: str) -> tuple[str, str]:
+    """``KEY=VALUE``, or a bare value tried as each identifier kind in turn (the kind its shape
+    suggests first, then :data:`SEARCH_ORDER`): the first kind the evidence mentions it as.
+
+    Raises:
+        QueryError: malformed (as :func:`parse_seed` says).
+        NotFoundError: no evidence mentions the bare value as any kind; the message says
+            which were tried.
+    """
+    if "=" in text:
+        return parse_seed(text)
+    value = text.strip()
+    shaped = next((kind for prefix, kind in _SHAPES if value.startswith(prefix)), None)
+    order = [shaped] if shaped else []
+    order += [kind for kind in SEARCH_ORDER if kind != shaped]
+    tried = []
+    for key in order:
+        key, value = check_seed(key, value)
+        if store.seed(key, value).bounds is not None:
+            return key, value
+        tried.append(key)
+    raise NotFoundError(f"no evidence mentions {value} (tried it as {', '.join(tried)})")
 
 
 def check_seed(key: str, value: str) -> tuple[str, str]:

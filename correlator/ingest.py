@@ -4,6 +4,11 @@ Each batch goes into DuckDB in bulk; rejected lines are kept in the ``rejects`` 
 their file, line number and reason, and nothing else in the batch is lost. A file that cannot
 be read to its end (a ``.gz`` cut short while log rotation still writes it, or damaged) keeps
 the lines read before the damage and gets a reject of its own saying where reading stopped.
+Memory follows a batch, never the input: a line is read up to the line limit at most (a longer
+one, even a file without a newline, is cut there and rejected, and reading resumes after its
+end: :func:`read_lines`), and a batch ends at :data:`BATCH_EVENTS` lines, events and rejects
+alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular files (a FIFO,
+a directory, a device) are refused before anything is read.
 NDJSON takes the adapter's columnar fast path when it has one (no Event objects at all); on
 request, large files of those kinds are parsed by worker processes while the main process
 stores what they return (``_parse_workers``: the parser is pure Python and the slower half of
@@ -14,16 +19,19 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from datetime import tzinfo
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
 from correlator._parse_workers import (
+    BATCH_BYTES,
     Parsed,
     parse_pool,
     parsed_batches,
@@ -32,9 +40,9 @@ from correlator._parse_workers import (
 )
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
-from correlator.model import SOURCE_KINDS, Event, Reject
+from correlator.model import MAX_LINE_BYTES, SOURCE_KINDS, Event, Reject
 from correlator.sources import Parser
-from correlator.sources._lines import without_bom
+from correlator.sources._lines import UTF8_BOM, without_bom
 from correlator.store import IngestResult, Store
 
 __all__ = [
@@ -69,6 +77,11 @@ PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
 _READ_ERRORS: Final = (OSError, EOFError, zlib.error)
+#: The most :func:`read_lines` reads of one line: the longest line an adapter accepts
+#: (:data:`~correlator.model.MAX_LINE_BYTES`) with a ``\\r\\n``. A longer line is cut there.
+LINE_READ_BYTES: Final = MAX_LINE_BYTES + 2
+#: The rest of an over-long line is skipped in reads of this size.
+SKIP_BYTES: Final = 1024 * 1024
 
 Progress = Callable[[int], None]
 
@@ -88,15 +101,64 @@ def parser_for(kind: str) -> Parser:
 
 def read_lines(handle: IO[bytes], progress: Progress | None = None) -> Iterator[bytes]:
     """Lines of a binary stream without their ``\\n`` (``.gz`` handled by the caller), the
-    first without a UTF-8 byte order mark."""
-    first = True
-    for line in handle:
+    first without a UTF-8 byte order mark, holding no more than one line's limit in memory.
+
+    Each line is read :data:`LINE_READ_BYTES` bytes at most (``readline(size)``, which the
+    buffered and gzip readers stop at, whatever the line's length): a line that long without
+    its ``\\n`` is longer than any adapter accepts (even less a trailing ``\\r``), so it is
+    yielded cut there, for the adapter to reject as too long, and the rest of it is skipped in
+    reads of :data:`SKIP_BYTES` up to its ``\\n``. An input without newlines (a 3 GB sparse
+    file) is thus one rejected line, read with about 1 MiB of memory, not a 3 GB ``bytes``.
+
+    Args:
+        handle: the stream, read from where it is.
+        progress: called with the bytes of each line read (a skipped rest included).
+
+    Yields:
+        Each line without its ``\\n``; an over-long one cut to :data:`LINE_READ_BYTES`.
+    """
+    limit = LINE_READ_BYTES
+    readline = handle.readline
+    first = readline(limit + len(UTF8_BOM))  # the mark is not part of the line
+    if not first:
+        return
+    if progress is not None:
+        progress(len(first))
+    line = without_bom(first)
+    if first[-1:] == b"\n":
+        yield line[:-1]
+    else:
+        if len(first) == limit + len(UTF8_BOM):
+            _skip_line(readline, progress)
+        yield line
+    # Two loops, so that reading without progress tests nothing more per line.
+    if progress is None:
+        for line in iter(partial(readline, limit), b""):
+            if line[-1:] == b"\n":
+                yield line[:-1]
+            else:  # the last line without a newline, or an over-long one
+                if len(line) == limit:
+                    _skip_line(readline, None)
+                yield line
+        return
+    for line in iter(partial(readline, limit), b""):
+        progress(len(line))
+        if line[-1:] == b"\n":
+            yield line[:-1]
+        else:
+            if len(line) == limit:
+                _skip_line(readline, progress)
+            yield line
+
+
+def _skip_line(readline: Callable[[int], bytes], progress: Progress | None) -> None:
+    """Read past the rest of a line, up to and including its ``\\n`` (or the end)."""
+    while True:
+        part = readline(SKIP_BYTES)
         if progress is not None:
-            progress(len(line))
-        if first:
-            first = False
-            line = without_bom(line)
-        yield line[:-1] if line.endswith(b"\n") else line
+            progress(len(part))
+        if not part or part[-1:] == b"\n":
+            return
 
 
 def _file_lines(
@@ -188,12 +250,45 @@ def _size(path: Path) -> int:
 
 
 def _open(path: Path) -> IO[bytes]:
+    _refuse_irregular(path)
     try:
         if path.suffix == ".gz":
             return cast(IO[bytes], gzip.open(path, "rb"))
         return path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+#: What a path that is not a regular file is, by the test of ``stat`` that says so.
+_FILE_TYPES: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_irregular(path: Path) -> None:
+    """Refuse a path that is not a regular file (after symbolic links).
+
+    Opening a FIFO blocks until something writes to it, a character device may never end,
+    and a directory fails only once read: none is a file of evidence. A path that cannot be
+    looked at passes, for opening it to say why.
+
+    Raises:
+        InputError: naming the path and what it is.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+    raise InputError(
+        f"cannot read {path}: it is {what}, not a regular file (give - to read standard input)"
+    )
 
 
 def ingest_lines(
@@ -333,14 +428,18 @@ def ingest_items(
     result = IngestResult()
     events: list[Event] = []
     rejects: list[Reject] = []
+    held = 0  # characters of raw evidence in the batch
     for item in items:
         if isinstance(item, Reject):
             rejects.append(item)
         else:
             events.append(item)
-        if len(events) >= batch_events:
+            held += len(item.raw)
+        # A batch ends at so many items, rejects counted (a file of nothing but bad lines
+        # would otherwise hold them all), or at so much raw evidence (lines near the limit).
+        if len(events) + len(rejects) >= batch_events or held >= BATCH_BYTES:
             result.add(_flush(store, events, rejects, link))
-            events, rejects = [], []
+            events, rejects, held = [], [], 0
     result.add(_flush(store, events, rejects, link))
     return result
 
@@ -390,9 +489,12 @@ def ingest_paths(
             ``workers``).
 
     Raises:
-        InputError: a file cannot be opened (the files before it are stored).
+        InputError: a path is not a regular file (a FIFO, a directory, a device: before any
+            file is read), or a file cannot be opened (the files before it are stored).
     """
     module = _module(kind)  # an unknown kind fails before any file is opened
+    for path in paths:  # and so does a FIFO, a directory or a device among the paths
+        _refuse_irregular(path)
     columnar = getattr(module, "parse_columns", None) is not None and workers > 1
     sizes = [_size(path) for path in paths]
     damages: list[list[Reject]] = [[] for _ in paths]

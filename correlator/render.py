@@ -28,9 +28,16 @@ def _console() -> Any:
 
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 when the reader goes away (``timeline | head``); the CLI ends
+            # quietly with 0 instead (correlator.cli.main), so the pipe is handed back to it.
+            self.quiet = True
+            raise BrokenPipeError
+
     # Wide enough to read a timeline when piped; a real terminal's width wins.
     width = shutil.get_terminal_size((160, 40)).columns
-    return Console(highlight=False, width=max(width, 120))
+    return _Console(highlight=False, width=max(width, 120))
 
 
 def print_timeline(data: dict[str, Any]) -> None:
@@ -300,6 +307,23 @@ def print_latency(phases: Sequence[dict[str, Any]], *, truncated: bool = False) 
             )
         )
     _console().print(table)
+
+
+def print_rejects(rows: Sequence[dict[str, Any]]) -> None:
+    """The refused lines, newest first: where each was (file and line) and why."""
+    console = _console()
+    if not rows:
+        console.print("no rejected lines: every line ingested was read")
+        return
+    from rich.table import Table
+
+    table = Table(expand=True)
+    for column in ("source", "where", "reason", "the line (first 200 characters)"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        where = f"{row['origin']}:{row['line_no']}" if row.get("line_no") else str(row["origin"])
+        table.add_row(*_texts(row["source"], where, row["reason"], row.get("excerpt") or ""))
+    console.print(table)
 
 
 def print_evaluation(report: Any) -> None:

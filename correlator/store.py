@@ -227,6 +227,12 @@ class Store:
         with self._reader() as cursor:
             return _reads.rejects(cursor, limit)
 
+    def events_without_identifiers(self, origins: Sequence[str]) -> int:
+        """How many events from ``origins`` carry none of the five identifiers nor a trace id:
+        evidence that can never join a timeline."""
+        with self._reader() as cursor:
+            return _reads.events_without_identifiers(cursor, origins)
+
     def events_matching(
         self,
         ids: Mapping[str, Iterable[str]],

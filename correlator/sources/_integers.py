@@ -112,7 +112,8 @@ def exact(value: Any, text: str | bytes) -> Any:
     """orjson's reading of ``text``, or ``text`` read again when that lost an integer's digits.
 
     For the adapters whose records are not otherwise written as JSON text: it renders
-    ``value`` once to look (about 0.3 µs for a short record).
+    ``value`` once to look (about 0.3 µs for a short record), which also proves that the
+    value can be written, and so stored.
 
     Args:
         value: ``orjson.loads(text)``.
@@ -120,11 +121,12 @@ def exact(value: Any, text: str | bytes) -> Any:
 
     Returns:
         ``value``, or the same with every integer past 64 bits as its decimal text.
+
+    Raises:
+        orjson.JSONEncodeError: ``value`` nests deeper than the 254 levels orjson writes
+            (it reads 1,024): nothing could store it.
     """
-    try:
-        rendered = orjson.dumps(value)
-    except orjson.JSONEncodeError:  # nested past the 254 levels orjson writes: leave it be
-        return value
+    rendered = orjson.dumps(value)
     return reread(text, value) if may_hold_wide(rendered) else value
 
 

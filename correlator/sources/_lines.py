@@ -30,6 +30,7 @@ __all__ = [
 EXCERPT_CHARS: Final = 200
 #: The UTF-8 byte order mark, which Windows editors and PowerShell put at the start of a file.
 UTF8_BOM: Final = b"\xef\xbb\xbf"
+_LIMIT_MIB: Final = f"{MAX_LINE_BYTES / 2**20:g}"
 
 
 def without_bom(start: bytes) -> bytes:
@@ -68,11 +69,14 @@ def unreadable(line_no: int, raw: bytes) -> str | None:
         raw: the line as read.
 
     Returns:
-        A reason naming the line (``line 3 is not valid UTF-8 (byte 0xff at offset 9)``),
-        or None when the line can be decoded.
+        A reason naming the line (``line 3 is not valid UTF-8 (byte 0xff at offset 9)``,
+        ``line 4 is longer than 1 MiB (1,048,576 bytes)``), or None when the
+        line can be decoded.
     """
     if len(raw) > MAX_LINE_BYTES:
-        return f"line {line_no} is {len(raw):,} bytes; the limit is {MAX_LINE_BYTES:,}"
+        # Not its length: a file's over-long line is read only up to just past the limit
+        # (correlator.ingest.read_lines), so the length seen here is not the line's.
+        return f"line {line_no} is longer than {_LIMIT_MIB} MiB ({MAX_LINE_BYTES:,} bytes)"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -49,7 +49,10 @@ from correlator.sources._time import (
 __all__ = ["COMBINED", "COMBINED_BYTES", "access_combined", "access_json"]
 
 
-_QUOTED = r'"((?:[^"\\]|\\.)*)"'
+# Possessive (`*+`): the content never gives back what it took (a `"` cannot follow a shorter
+# content anyway), so an unterminated quote costs one pass: with `*`, a 1 MiB line holding
+# one took 0.46 s, backtracking (7 ms now).
+_QUOTED = r'"((?:[^"\\]|\\.)*+)"'
 COMBINED = re.compile(
     rf"(\S+) \S+ (\S+) \[([^\]]+)\] {_QUOTED} (\d{{3}}) (\d+|-)(?: {_QUOTED} {_QUOTED})?(.*)"
 )

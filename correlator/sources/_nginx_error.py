@@ -45,8 +45,11 @@ ERROR_HEAD = re.compile(
 )
 ERROR_HEAD_BYTES = re.compile(rb"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[")
 _CONTEXT_KEY = re.compile(r", (client|server|request|subrequest|upstream|host|referrer): ")
-_ERRNO = re.compile(r"\((\d{1,5}): ([^)]*)\)", re.ASCII)
-_ACTION = re.compile(r" while ([^,]+)$")
+# The start of "(111: Connection refused)". Not the whole: `\((\d{1,5}): ([^)]*)\)` tries
+# every "(1: " against the rest of the message when no ")" follows, so a 256 KB line of them
+# took 3 minutes (_errno finds the same in one pass).
+_ERRNO_HEAD = re.compile(r"\((\d{1,5}): ", re.ASCII)
+_WHILE: Final = " while "
 
 _LEVELS: Final = {
     "debug": "debug",
@@ -155,10 +158,10 @@ def error_event(
         attrs["connection"] = int(connection)
     for key, value in context.items():
         attrs[key] = clip(value)
-    if action := _ACTION.search(message):
-        attrs["action"] = action[1]
-    if errno := _ERRNO.search(message):
-        attrs["errno"], attrs["errno_text"] = int(errno[1]), errno[2]
+    if action := _action(message):
+        attrs["action"] = action
+    if errno := _errno(message):
+        attrs["errno"], attrs["errno_text"] = errno
     ssl_error = _ssl_error(message)
     if ssl_error:
         attrs["ssl_error"] = clip(ssl_error)
@@ -212,6 +215,26 @@ def _context(tail: str) -> dict[str, str]:
         if value:
             context.setdefault(key[1], value)
     return context
+
+
+def _action(message: str) -> str | None:
+    """What nginx was doing: the text after the first `` while `` that no comma follows
+    (``re.search(r" while ([^,]+)$", message)``, in one pass: that pattern scanned to the next
+    comma from every `` while ``, quadratic in a message of them)."""
+    start = message.find(_WHILE, message.rfind(",") + 1)
+    if start < 0 or start + len(_WHILE) == len(message):
+        return None
+    return message[start + len(_WHILE) :]
+
+
+def _errno(message: str) -> tuple[int, str] | None:
+    """The first ``(111: Connection refused)`` of a message that a ``)`` closes, as (number,
+    text), or None."""
+    close = message.rfind(")")
+    head = _ERRNO_HEAD.search(message, 0, close) if close > 0 else None
+    if head is None:
+        return None
+    return int(head[1]), message[head.end() : message.index(")", head.end())]
 
 
 def _ssl_error(message: str) -> str | None:

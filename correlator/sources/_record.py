@@ -48,7 +48,15 @@ from correlator.sources._fields import ZERO_SPAN, ZERO_TRACE, check_ids, normali
 from correlator.sources._integers import exponent_in, may_hold_wide, reread
 from correlator.sources._time import parse_rfc3339_ns
 
-__all__ = ["BULKY_KEYS", "JSON_TYPES", "Row", "record_row", "record_row_positional"]
+__all__ = [
+    "BULKY_KEYS",
+    "JSON_TYPES",
+    "MAX_DEPTH",
+    "Row",
+    "record_row",
+    "record_row_positional",
+    "too_deep",
+]
 
 # The tables and patterns whose methods record_row_positional calls on every record, bound here
 # by assignment rather than imported: CPython compiles ``name.method(...)`` on an imported name
@@ -107,11 +115,28 @@ def _clip(value: object) -> str:
 MAX_DEPTH: Final = 254
 
 
-def _too_deep(line_no: int, field: str) -> str:
+def _too_deep(line_no: int, field: str, unit: str = "line") -> str:
     return (
-        f"line {line_no} has a field {field!r} nested deeper than the {MAX_DEPTH} levels of "
+        f"{unit} {line_no} has a field {field!r} nested deeper than the {MAX_DEPTH} levels of "
         "objects and arrays a record may have"
     )
+
+
+def too_deep(line_no: int, record: dict[str, Any], unit: str = "line") -> str:
+    """Why a record orjson cannot write is refused, naming its field nested too deep.
+
+    For the adapters that store a parsed line's fields in ``attrs`` without this mapping
+    (``workflow``): what orjson cannot write, the store cannot hold.
+
+    Args:
+        line_no: the line's number.
+        record: the parsed line, which ``orjson.dumps`` refused.
+        unit: what ``line_no`` counts: ``line`` or ``row``.
+
+    Returns:
+        ``line 3 has a field 'x' nested deeper than the 254 levels ...``.
+    """
+    return _too_deep(line_no, _deepest(record), unit)
 
 
 def _deepest(record: dict[str, Any]) -> str:
@@ -223,7 +248,7 @@ def record_row_positional(
                 f"(expected one of {_LAYER_LIST})"
             )
         if default_layer is None:
-            return f"line {line_no} lacks field 'layer' and no default layer was given"
+            return f"line {line_no} lacks field 'layer' (one of {_LAYER_LIST})"
         layer = default_layer
 
     if type(service) is not str or not service:

@@ -44,9 +44,10 @@ from typing import Any, Final
 import orjson
 
 from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
+from correlator.sources._documents import item_excerpt, iter_documents
 from correlator.sources._fields import take_id
+from correlator.sources._record import MAX_DEPTH
 from correlator.sources._time import parse_rfc3339_ns
-from correlator.sources.k8s import iter_documents
 
 __all__ = ["AAP_JOB_TYPES", "parse"]
 
@@ -105,7 +106,7 @@ def _text(value: Any) -> str | None:
 
 
 def _reject(origin: str, line_no: int, reason: str, obj: Any) -> Reject:
-    return Reject(_SOURCE, origin, line_no, reason, orjson.dumps(obj).decode()[:200])
+    return Reject(_SOURCE, origin, line_no, reason, item_excerpt(obj))
 
 
 def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Event | Reject]:
@@ -134,7 +135,7 @@ def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Eve
         if given is None:
             problem = f"lacks field '{field}'"
         else:  # orjson reads an integer past 64 bits as a float: the id is then not exact
-            shown = orjson.dumps(given, option=orjson.OPT_NON_STR_KEYS).decode()[:80]
+            shown = item_excerpt(given)[:80]
             problem = f"has a field '{field}' that is neither text nor an integer: {shown}"
         yield _reject(origin, line_no, f"{where} ({provider} job) {problem}", obj)
         return
@@ -163,7 +164,17 @@ def _job_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Eve
     ids = _identifiers(obj, attrs)
     if ids["workflow_id"] is None and "workflow_id" not in attrs.get("rejected_ids", {}):
         ids["workflow_id"] = take_id("workflow_id", entity_id, {})
-    raw_bytes = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    try:
+        raw_bytes = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        # attrs hold a job's fields one level deeper than the job (unreadable_times).
+        orjson.dumps(attrs)
+    except orjson.JSONEncodeError:  # what orjson cannot write, the store cannot hold
+        reason = (
+            f"{where} ({entity_id}) is nested deeper than the {MAX_DEPTH} levels of objects "
+            "and arrays a job may have"
+        )
+        yield _reject(origin, line_no, reason, obj)
+        return
     raw = raw_bytes.decode()
     name = _text(obj.get("name"))
     label = f"{'AAP' if provider == 'aap' else 'EDA'} job {job_id}" + (f" {name}" if name else "")

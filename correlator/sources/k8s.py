@@ -3,7 +3,8 @@
 Input: a ``List`` (``{"kind": "List", "items": [...]}``, or ``<Kind>List``), a single object,
 watch events (``kubectl get -w --output-watch-events -o json``: ``{"type": "MODIFIED",
 "object": {...}}``), several of these concatenated or one per line (NDJSON), pretty-printed
-or compact. :func:`iter_documents` does this framing for every document source.
+or compact (``_documents`` frames them, for every document source, and says what a document
+may hold: 64 MiB, 512 levels of nesting).
 
 Each item becomes one ``projection`` event: ``entity_kind`` is the resource kind (e.g.
 ``ProvisionRequest``), ``entity_id`` its ``metadata.name`` (the namespace goes to attrs),
@@ -31,19 +32,18 @@ ingested twice adds nothing and every change of the object is new evidence.
 
 from __future__ import annotations
 
-import bisect
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import orjson
 
 from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
+from correlator.sources._documents import item_excerpt, iter_documents
 from correlator.sources._fields import take_id
-from correlator.sources._lines import excerpt, unreadable
+from correlator.sources._record import MAX_DEPTH
 from correlator.sources._time import parse_rfc3339_ns
 
-__all__ = ["iter_documents", "parse"]
+__all__ = ["parse"]
 
 _SOURCE: Final = "k8s"
 _DELETING: Final = "Deleting"
@@ -57,117 +57,6 @@ _FAILED_STATES: Final = frozenset({"failed", "error", "errored"})
 _WARNING_STATES: Final = frozenset({"canceled", "cancelled", "deleting", "unknown"})
 # States after which deleting the resource is routine, not an interrupted provisioning.
 _DONE_STATES: Final = frozenset({"succeeded", "successful", "completed", "ready", "released"})
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
-def iter_documents(
-    lines: Iterable[bytes], source: str, origin: str
-) -> Iterator[tuple[int, Any] | Reject]:
-    """Frame JSON documents: one spread over many lines, several concatenated, or NDJSON.
-
-    Lines that are oversized or not UTF-8 are rejected, and so is any document spanning one.
-    After a document that is not valid JSON, reading resumes at the next line that starts
-    with ``{`` or ``[`` in its first column (where a top-level document starts, whether
-    pretty-printed by kubectl or one per line), so later documents are kept.
-
-    Args:
-        lines: raw lines without their ``\\n``.
-        source: the adapter kind, for rejects.
-        origin: file path, for rejects.
-
-    Yields:
-        ``(first_line_no, document)`` per document, or a :class:`Reject`.
-    """
-    texts: list[str] = []
-    bad: list[int] = []
-    for line_no, line in enumerate(lines, 1):
-        data = bytes(line)
-        if data.endswith(b"\r"):
-            data = data[:-1]
-        reason = unreadable(line_no, data)
-        if reason is None:
-            texts.append(data.decode())
-        else:
-            yield Reject(source, origin, line_no, reason, excerpt(data))
-            bad.append(line_no)
-            texts.append("")
-    yield from _documents(texts, bad, source, origin)
-
-
-def _documents(
-    texts: list[str], bad: list[int], source: str, origin: str
-) -> Iterator[tuple[int, Any] | Reject]:
-    text = "\n".join(texts)
-    starts = [0]
-    for line in texts[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
-
-    def line_of(offset: int) -> int:
-        return bisect.bisect_right(starts, offset)
-
-    pos, end = 0, len(text)
-    while True:
-        while pos < end and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= end:
-            return
-        first = line_of(pos)
-        try:
-            document, stop = _DECODER.raw_decode(text, pos)
-        except ValueError as exc:
-            yield Reject(source, origin, first, _json_problem(exc, first, line_of), _at(text, pos))
-            pos = _resync(text, starts, first)
-            continue
-        try:
-            # The stdlib decoder finds where the document ends; orjson has the final say on
-            # its content (it refuses lone surrogates, which no UTF-8 column can store).
-            document = orjson.loads(text[pos:stop])
-        except orjson.JSONDecodeError as exc:
-            reason = f"line {first} is not valid JSON: {exc}"
-            yield Reject(source, origin, first, reason, _at(text, pos))
-            pos = stop
-            continue
-        last = line_of(stop - 1)
-        spanned = [n for n in bad[bisect.bisect_left(bad, first) :] if n <= last]
-        if spanned:
-            reason = (
-                f"line {first} starts a document (to line {last}) that spans rejected line "
-                f"{spanned[0]}"
-            )
-            yield Reject(source, origin, first, reason, _at(text, pos))
-        else:
-            yield first, document
-        pos = stop
-
-
-def _json_problem(exc: ValueError, first: int, line_of: Any) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        where = line_of(exc.pos)
-        if where == first:
-            return f"line {first} is not valid JSON: {exc.msg} (column {exc.colno})"
-        return (
-            f"line {first} starts a JSON document that breaks at line {where}: {exc.msg} "
-            f"(column {exc.colno})"
-        )
-    return f"line {first} is not valid JSON: {exc}"
-
-
-def _at(text: str, pos: int) -> str:
-    return text[pos : pos + 200]
-
-
-def _resync(text: str, starts: list[int], failed_line: int) -> int:
-    """Offset of the next line after ``failed_line`` that opens a top-level document."""
-    for offset in starts[failed_line:]:
-        if text[offset : offset + 1] in ("{", "["):
-            return offset
-    return len(text)
 
 
 def parse(lines: Iterable[bytes], origin: str) -> Iterator[Event | Reject]:
@@ -219,7 +108,7 @@ def _item_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Ev
     if isinstance(obj, dict) and isinstance(obj.get("object"), dict) and "type" in obj:
         obj = obj["object"]  # a watch event: the object is the evidence
     if not isinstance(obj, dict):
-        yield Reject(_SOURCE, origin, line_no, f"{where} is not a JSON object", _clip(obj))
+        yield Reject(_SOURCE, origin, line_no, f"{where} is not a JSON object", item_excerpt(obj))
         return
     kind = _str(obj.get("kind"))
     metadata = _dict(obj.get("metadata"))
@@ -227,7 +116,7 @@ def _item_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Ev
     if kind is None or name is None:
         missing = "kind" if kind is None else "metadata.name"
         reason = f"{where} is not a Kubernetes object: it lacks field '{missing}'"
-        yield Reject(_SOURCE, origin, line_no, reason, _clip(obj))
+        yield Reject(_SOURCE, origin, line_no, reason, item_excerpt(obj))
         return
     status = _dict(obj.get("status"))
     job = _dict(status.get("provisionJob"))
@@ -238,7 +127,7 @@ def _item_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Ev
             "status.provisionJob.lastTransitionTime, status.lastUpdated, "
             "status.conditions[].lastTransitionTime, metadata.creationTimestamp"
         )
-        yield Reject(_SOURCE, origin, line_no, reason, _clip(obj))
+        yield Reject(_SOURCE, origin, line_no, reason, item_excerpt(obj))
         return
 
     deletion = metadata.get("deletionTimestamp")
@@ -246,7 +135,15 @@ def _item_events(obj: Any, where: str, line_no: int, origin: str) -> Iterator[Ev
     if deletion is not None and deleted_ns is None:
         unreadable["metadata.deletionTimestamp"] = deletion
 
-    raw_bytes = _canonical(obj)
+    try:
+        raw_bytes = _canonical(obj)
+    except orjson.JSONEncodeError:  # what orjson cannot write, the store cannot hold
+        reason = (
+            f"{where} ({kind} {name}) is nested deeper than the {MAX_DEPTH} levels of objects "
+            "and arrays an item may have"
+        )
+        yield Reject(_SOURCE, origin, line_no, reason, item_excerpt(obj))
+        return
     raw = raw_bytes.decode()
     state = _str(job.get("state")) or _str(status.get("phase")) or _str(status.get("state"))
     detail = _str(job.get("message")) or _str(status.get("message"))
@@ -415,10 +312,3 @@ def _canonical(obj: dict[str, Any]) -> bytes:
 def _has_last_applied(metadata: dict[str, Any]) -> bool:
     annotations = metadata.get("annotations")
     return isinstance(annotations, dict) and _LAST_APPLIED in annotations
-
-
-def _clip(obj: Any) -> str:
-    try:
-        return orjson.dumps(obj).decode()[:200]
-    except TypeError:
-        return repr(obj)[:200]

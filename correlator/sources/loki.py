@@ -19,7 +19,11 @@ no ``default_layer``) is a :class:`~correlator.model.Reject`.
 
 An entry's hash covers its timestamp and line, which is what makes it one entry to Loki
 within a stream; the labels are left out because which of them come back depends on the
-query (``| json`` adds parsed ones).
+query (``| json`` adds parsed ones). Loki shards a fast stream (``__stream_shard__``) and
+de-duplicates within one shard only, so a resent entry can be stored in two shards: the client
+yields the same timestamp and line in two shards of one stream once, and it is one event.
+Pages are sized to about 1 MiB of answer from the entries seen (``_loki_client.PAGE_BYTES``):
+``page_limit`` caps them, since Loki cannot send an answer over gRPC's 4 MiB.
 """
 
 from __future__ import annotations
@@ -179,8 +183,8 @@ def _entry_event(
                 return Event(*row)
     if layer is None:
         reason = (
-            f"entry {number} names no layer: the line is not a record with one, the stream has "
-            "no known 'layer' label and no default layer was given"
+            f"entry {number} names no layer: the line is not a record with one and the stream "
+            f"has no 'layer' label of a known layer ({', '.join(LAYERS)})"
         )
         return Reject(_SOURCE, query, number, reason, line[:200])
     rejected: dict[str, str] = {}

@@ -72,6 +72,13 @@ CSV_COLUMNS: Final = (
 )
 _CSV_WIDTHS: Final = {23: "PostgreSQL 12", 24: "PostgreSQL 13", 26: "PostgreSQL 14+"}
 
+# The csv module refuses a field over 131,072 characters by default (csv.field_size_limit), so
+# a statement of 200 KB in a record well within the 1 MiB line limit was rejected. The limit
+# is process-wide: raised to what a record may hold, never lowered (another user's higher
+# limit stays).
+if csv.field_size_limit() < MAX_LINE_BYTES:
+    csv.field_size_limit(MAX_LINE_BYTES)
+
 _CSV_START = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? [A-Za-z0-9+:-]{1,8},")
 _INTEGER = re.compile(r"-?\d{1,19}", re.ASCII)
 _DURATION = re.compile(r"duration: (\d+(?:\.\d+)?) ms")

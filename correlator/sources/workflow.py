@@ -42,6 +42,7 @@ from correlator.model import Event, Reject, content_hash
 from correlator.sources._fields import take_id
 from correlator.sources._integers import exact, wide_as_text
 from correlator.sources._lines import excerpt, iter_lines
+from correlator.sources._record import too_deep
 from correlator.sources._time import (
     MAX_NS,
     MIN_NS,
@@ -245,8 +246,13 @@ def parse(lines: Iterable[bytes], origin: str) -> Iterator[Event | Reject]:
             reason = f"line {line_no} is not a JSON object"
             yield Reject(_SOURCE, origin, line_no, reason, excerpt(data))
             continue
+        try:
+            fields = exact(fields, data)
+        except orjson.JSONEncodeError:
+            yield Reject(_SOURCE, origin, line_no, too_deep(line_no, fields), excerpt(data))
+            continue
         event = transition_event(
-            exact(fields, data),
+            fields,
             raw=text,
             digest=content_hash(_SOURCE, data),
             origin=origin,
@@ -386,9 +392,13 @@ def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reje
     fields.setdefault("entity_kind", "allocation")
     # psycopg reads jsonb with the stdlib's parser, which keeps integers past 64 bits; orjson
     # cannot write them (default= is not asked about integers).
-    fields = wide_as_text(fields)
-    # The row as canonical JSON is its raw evidence: the same row read again hashes the same.
-    raw_bytes = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
+    try:
+        fields = wide_as_text(fields)
+        # The row as canonical JSON is its raw evidence: the same row read again hashes the
+        # same.
+        raw_bytes = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
+    except (RecursionError, orjson.JSONEncodeError):  # a jsonb nested past what orjson writes
+        return Reject(_SOURCE, origin, row_no, too_deep(row_no, fields, "row"), "")
     raw = raw_bytes.decode()
     if ts_ns is not None and not MIN_NS <= ts_ns <= MAX_NS:  # timestamptz reaches year 294276
         reason = f"row {row_no} has a field 'ts' {OUT_OF_RANGE}"

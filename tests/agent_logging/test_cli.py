@@ -490,3 +490,17 @@ def test_malformed_command_lines_exit_2(
 
 def test_every_option_of_every_command_says_what_it_does() -> None:
     assert options_without_help(_cli._parser(), "agent-logging") == []
+
+
+@pytest.mark.parametrize("command", [[], ["status"], ["drain"]])
+def test_help_is_plain_text_not_restructured_text(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_logging._cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: agent-logging")
+    assert "``" not in out

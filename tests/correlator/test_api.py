@@ -330,7 +330,7 @@ def test_the_body_is_read_whatever_its_content_type(
 @pytest.mark.parametrize(
     ("read_token", "path", "method", "statuses"),
     [
-        (None, "/v1/evidence", "post", ["200", "400", "401", "413"]),
+        (None, "/v1/evidence", "post", ["200", "400", "401", "408", "413"]),
         (None, "/v1/timeline", "get", ["200", "400", "404"]),
         (None, "/v1/graph", "get", ["200", "400", "404"]),
         (None, "/v1/findings", "get", ["200", "400"]),

@@ -161,7 +161,13 @@ def test_the_timeline_shows_every_digit_of_an_integer_past_64_bits(
             "no evidence mentions allocation_id=a-404",
         ),
         (["timeline", "--id", "allocation_id=a'1"], 2, 'allocation_id holds "\'"'),
-        (["timeline", "--id", "nonsense"], 2, "expected KEY=VALUE"),
+        # A bare value is tried as each identifier kind, as the web page does.
+        (
+            ["timeline", "--id", "nonsense"],
+            1,
+            "no evidence mentions nonsense (tried it as allocation_id, correlation_id, "
+            "workflow_id, node_id, node_instance_id)",
+        ),
         (["ingest", "--source", "syslog", "x.log"], 2, "unknown source kind 'syslog'"),
         (
             ["ingest", "--source", "agent", "/nonexistent/file.jsonl"],
@@ -513,3 +519,55 @@ def test_serve_names_a_malformed_setting_before_serving(
 
 def test_every_option_of_every_command_says_what_it_does() -> None:
     assert options_without_help(parser(), "correlator") == []
+
+
+def test_db_is_taken_before_or_after_the_subcommand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.duckdb")
+    evidence = tmp_path / "a.jsonl"
+    evidence.write_bytes(
+        b'{"ts":"2026-11-22T13:11:19Z","layer":"node","event":"claimed","allocation_id":"a-1"}\n'
+    )
+    assert main(["ingest", "--db", db, "--source", "agent", "--quiet", str(evidence)]) == 0
+    assert main(["timeline", "--db", db, "--id", "a-1", "--json"]) == 0
+    assert '"allocation_id": "a-1"' in capsys.readouterr().out.replace(":", ": ", 0)
+    # Given in both places, the one after the subcommand wins.
+    assert main(["--db", str(tmp_path / "nope.duckdb"), "timeline", "--db", db, "--id", "a-1"]) == 0
+
+
+def test_a_busy_port_is_named_with_a_free_one_to_try(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"correlator: port {port} is in use on 127.0.0.1; try --port ")
+        assert main(["demo", "--port", str(port)]) == 2  # before building anything
+        assert f"port {port} is in use" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    db = tmp_path / "c.duckdb"
+    # Far more than a pipe's 64 KiB buffer, so the writer meets the closed pipe.
+    lines = b"".join(
+        b'{"ts":"2026-11-22T%02d:%02d:%02dZ","layer":"node","event":"step","node_id":"n-1"}\n'
+        % (10 + i // 3600, i // 60 % 60, i % 60)
+        for i in range(3000)
+    )
+    (tmp_path / "a.jsonl").write_bytes(lines)
+    assert (
+        main(["--db", str(db), "ingest", "--source", "agent", "--quiet", str(tmp_path / "a.jsonl")])
+        == 0
+    )
+    script = (
+        f"{sys.executable} -m correlator --db {db} timeline --id n-1 | head -n 1; "
+        "echo ${PIPESTATUS[0]}"
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "0", done.stderr
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipeError" not in done.stderr

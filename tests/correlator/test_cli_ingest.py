@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
+import os
 import re
 import sys
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -372,7 +375,12 @@ def test_the_ingest_command_draws_a_bar_on_a_terminal_for_large_files(
 
     written = stderr.getvalue()
     assert ("20.0/20.0 kB" in written, "agent.jsonl" in written) == (drawn, drawn)
-    assert re.search(r"accepted 200, duplicate 0, rejected 0 in \d+\.\d\d s\n\Z", written)
+    # The summary, then (these records carry no identifier) the warning that they never join.
+    assert re.search(
+        r"accepted 200, duplicate 0, rejected 0 in \d+\.\d\d s\n"
+        r"correlator: WARNING: 200 of the 200 lines accepted carry no identifier[^\n]*\n\Z",
+        written,
+    )
     assert capsys.readouterr().out == ""  # the bar is drawn on standard error only
 
 
@@ -468,3 +476,119 @@ def test_ingest_reads_a_workflow_audit_table(
         ),
     ]
     assert rejects == [(origin, 3, f"row 3 {reject}")]
+
+
+# -- what is not a file of evidence, and documents that crashed the ingest ---------------------
+
+
+def _ingest_in_thread(argv: list[str]) -> int | None:
+    """``main(argv)``'s status, or None when it has not returned within 10 s (it blocks)."""
+    status: list[int] = []
+    thread = threading.Thread(target=lambda: status.append(main(argv)), daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    return status[0] if status else None
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        pytest.param(lambda path: os.mkfifo(path), "a FIFO (named pipe)", id="fifo"),
+        pytest.param(lambda path: path.mkdir(), "a directory", id="directory"),
+        pytest.param(lambda path: path.symlink_to("/dev/zero"), "a character device", id="device"),
+    ],
+)
+def test_ingest_refuses_what_is_not_a_regular_file(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Callable[[Path], None],
+    what: str,
+) -> None:
+    # A FIFO blocked the ingest until something wrote to it; /dev/zero would never end.
+    good = tmp_path / "agent.jsonl"
+    good.write_bytes(b'{"ts": "2026-11-22T13:11:19Z", "layer": "api", "event": "x"}\n')
+    odd = tmp_path / "odd"
+    make(odd)
+    db = tmp_path / "evidence.duckdb"
+
+    status = _ingest_in_thread(
+        ["--db", str(db), "ingest", "--source", "agent", str(good), str(odd)]
+    )
+
+    assert status == 2
+    assert capsys.readouterr().err == (
+        f"correlator: cannot read {odd}: it is {what}, not a regular file "
+        "(give - to read standard input)\n"
+    )
+    with Store(db, read_only=True) as store:
+        assert store.count() == 0  # refused before any file was read
+
+
+@pytest.mark.parametrize("source", ["k8s", "aap"])
+def test_deep_json_is_a_reject_and_the_documents_beside_it_are_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
+) -> None:
+    # python3 -c 'print("["*100000+"]"*100000)' > deep.json; correlator ingest --source k8s
+    # deep.json: RecursionError, exit 1, nothing stored.
+    good = {
+        "k8s": b'{"kind": "VMRequest", "metadata": {"name": "vm-%d", '
+        b'"creationTimestamp": "2026-11-22T13:11:19Z"}}',
+        "aap": b'{"id": %d, "type": "job", "status": "failed", "created": "2026-11-22T13:11:19Z"}',
+    }[source]
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(good % 1 + b"\n" + b"[" * 100_000 + b"]" * 100_000 + b"\n" + good % 2 + b"\n")
+    db = tmp_path / "evidence.duckdb"
+
+    assert main(["--db", str(db), "ingest", "--source", source, str(deep)]) == 0
+
+    assert "accepted 2, duplicate 0, rejected 1" in capsys.readouterr().err
+    with Store(db, read_only=True) as store:
+        (reason,) = store.cursor().execute("SELECT reason FROM rejects").fetchone() or ("",)
+    assert reason == (
+        "line 2 starts a JSON document nested deeper than 512 levels (at line 2); "
+        "the limit is 512 levels"
+    )
+
+
+# Captured from nginx/1.22.1 with its stock `combined` log_format (no $request_id).
+_COMBINED_WITHOUT_ID = (
+    b'127.0.0.1 - - [22/Nov/2026:13:11:19 +0000] "GET / HTTP/1.1" 200 12 "-" "curl/7.88.1"\n'
+    b'127.0.0.1 - - [22/Nov/2026:13:11:20 +0000] "GET /x HTTP/1.1" 404 12 "-" "curl/7.88.1"\n'
+)
+
+
+def test_evidence_that_can_never_join_is_said_loudly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from correlator.cli import main
+
+    log = tmp_path / "access.log"
+    log.write_bytes(_COMBINED_WITHOUT_ID)
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "nginx", str(log)]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: 2 of the 2 lines accepted carry no identifier" in err
+    assert "$request_id" in err
+
+
+def test_an_ingest_that_read_nothing_fails_and_names_the_kind_the_lines_look_like(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from correlator.cli import main
+
+    log = tmp_path / "access.log"
+    log.write_bytes(_COMBINED_WITHOUT_ID)
+    db = str(tmp_path / "c.duckdb")
+    assert main(["--db", db, "ingest", "--source", "agent", str(log)]) == 1
+    err = capsys.readouterr().err
+    assert "rejected 2: line is not valid JSON" in err
+    assert err.rstrip().endswith(
+        "no line was read as --source agent; the lines look like --source nginx"
+    )
+    # The rejects are kept, and readable.
+    assert main(["--db", db, "rejects", "--json"]) == 0
+    rejects = json.loads(capsys.readouterr().out)["rejects"]
+    assert [(r["source"], r["line_no"]) for r in rejects] == [("agent", 1), ("agent", 2)]
+    assert all(r["reason"].startswith(f"line {r['line_no']} is not valid JSON") for r in rejects)
+    assert main(["--db", db, "rejects"]) == 0
+    assert "access.log:1" in capsys.readouterr().out

@@ -46,7 +46,8 @@ def demo_events(path: Path) -> int:
     """How many events ``path`` holds, each from a demo's evidence file."""
     with Store(path, read_only=True) as store:
         (count,) = store.cursor().execute(
-            "SELECT count(*) FROM events WHERE regexp_matches(origin, '/correlator-demo-[^/]+/')"
+            "SELECT count(*) FROM events "
+            "WHERE regexp_matches(origin, '/correlator-demo-[^/]+/|[.]evidence/[^/]+$')"
         ).fetchone() or (0,)
         assert count == store.count()
     return int(count)
@@ -164,3 +165,60 @@ def test_force_replaces_anything(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     assert f"into {path} (0 rejected)" in capsys.readouterr().err
     assert demo_events(path) > 100
+
+
+def test_the_demo_keeps_its_evidence_beside_its_database_and_says_what_to_try_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "demo.duckdb"
+    assert main(["--db", str(path), "demo", "--no-serve"]) == 0
+    folder = tmp_path / "demo.duckdb.evidence"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "agent.ndjson",
+        "jobs.ndjson",
+        "k8s-provisionrequests.json",
+        "nginx-access.log",
+        "nginx-error.log",
+        "postgres.json",
+        "workflow.ndjson",
+    ]
+    with Store(path, read_only=True) as store:
+        rows = store.cursor().execute("SELECT DISTINCT origin FROM events").fetchall()
+        origins = {str(origin) for (origin,) in rows}
+    assert all(Path(origin).exists() for origin in origins)  # the timeline names real files
+    err = capsys.readouterr().err
+    assert f"correlator --db {path} timeline --id a-7f3c" in err
+    # And the command it suggests works as printed.
+    assert main(["--db", str(path), "timeline", "--id", "a-7f3c", "--json"]) == 0
+
+
+def test_a_folder_of_yours_with_the_evidence_folders_name_is_not_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "demo.duckdb.evidence"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    assert main(["--db", str(tmp_path / "demo.duckdb"), "demo", "--no-serve"]) == 2
+    assert "holds more than a previous demo's evidence" in capsys.readouterr().err
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+def test_the_same_seed_tells_the_same_story_whatever_the_fraction_of_now(tmp_path: Path) -> None:
+    from correlator import incident
+    from correlator.demo import build
+
+    stories = []
+    for n, fraction_ns in enumerate((0, 477_000_000, 999_999_999)):
+        path = tmp_path / f"d{n}.duckdb"
+        build(path, now_ns=1_795_000_000_000_000_000 + fraction_ns, seed=7)
+        with Store(path, read_only=True) as store:
+            data = incident.timeline_for(store, "allocation_id", "a-7f3c")
+        first = data["events"][0]["ts_ns"]
+        stories.append(
+            [
+                (e.get("corrected_ts_ns", e["ts_ns"]) - first, e["message"], e.get("first_failure"))
+                for e in data["events"]
+            ]
+            + [len(data["gaps"])]
+        )
+    assert stories[0] == stories[1] == stories[2]

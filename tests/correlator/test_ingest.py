@@ -7,6 +7,7 @@ import errno
 import gzip
 import io
 import os
+import tracemalloc
 from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ import pytest
 
 from correlator.cli import main
 from correlator.errors import InputError
-from correlator.ingest import ingest_lines, ingest_paths, parse_pool
-from correlator.model import Event
+from correlator.ingest import ingest_lines, ingest_paths, parse_pool, read_lines
+from correlator.model import MAX_LINE_BYTES, Event
 from correlator.store import Store
 from tests.correlator.conftest import RecordingPool
 
@@ -290,10 +291,10 @@ def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
 class _FailingDisk(io.BytesIO):
     """A file whose second line cannot be read (``EIO``: a failing disk or network mount)."""
 
-    def __next__(self) -> bytes:
+    def readline(self, size: int | None = -1, /) -> bytes:
         if self.tell() > 0:
             raise OSError(errno.EIO, "Input/output error")
-        return super().__next__()
+        return super().readline(size)
 
 
 def test_a_file_that_fails_to_read_keeps_what_came_before(
@@ -488,3 +489,139 @@ def test_a_byte_order_mark_changes_nothing(tmp_path: Path, sample: str, kind: st
         stored.append((result.accepted, dict(result.rejected), rows))
     assert stored[0][0] > 0
     assert stored[1] == stored[0]
+
+
+# -- reading lines in bounded memory ---------------------------------------------------------
+
+GOOD_LINE = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"after the zeros"}'
+
+
+def _sparse(path: Path, zeros: int, *, compressed: bool = False) -> Path:
+    """``zeros`` zero bytes without a newline (a hole: no disk used), then a good line."""
+    with path.open("wb") as handle:
+        handle.truncate(zeros)
+    with path.open("ab") as handle:
+        handle.write(b"\n" + GOOD_LINE + b"\n")
+    if not compressed:
+        return path
+    packed = path.with_name(path.name + ".gz")
+    with path.open("rb") as source, gzip.open(packed, "wb", compresslevel=1) as target:
+        while chunk := source.read(1 << 20):
+            target.write(chunk)
+    return packed
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
+@pytest.mark.parametrize("kind", ["agent", "nginx", "k8s"])
+def test_a_line_without_newline_is_a_reject_read_in_bounded_memory(
+    tmp_path: Path, kind: str, compressed: bool
+) -> None:
+    # `truncate -s 3G big.ndjson` took 3.36 GB of memory and failed with MemoryError: the line
+    # limit was checked after the whole line was read. Here 64 MiB, then a good line.
+    path = _sparse(tmp_path / "big.ndjson", 64 * 1024 * 1024, compressed=compressed)
+    with Store(tmp_path / "evidence.duckdb") as store:
+        tracemalloc.start()
+        try:
+            result = ingest_paths(store, kind, [path])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        rejects = _contents(store)[1]
+
+    assert rejects[0][2:4] == (1, "line 1 is longer than 1 MiB (1,048,576 bytes)")
+    assert rejects[0][4] == "\x00" * 200
+    if kind == "agent":
+        assert (result.accepted, len(rejects)) == (1, 1)  # the line after it
+    # The line limit and a read's worth, not the line: reading it whole took twice its size.
+    assert peak < 32 * 1024 * 1024, peak
+
+
+def _read(data: bytes, progress: list[int] | None = None) -> list[bytes]:
+    tick = progress.append if progress is not None else None
+    return list(read_lines(io.BufferedReader(io.BytesIO(data), 8192), tick))
+
+
+LIMIT = MAX_LINE_BYTES
+
+
+@pytest.mark.parametrize(
+    ("data", "lengths"),
+    [
+        pytest.param(b"", [], id="empty"),
+        pytest.param(b"x\nzz\n", [1, 2], id="lines"),
+        pytest.param(b"x\nzz", [1, 2], id="no-final-newline"),
+        pytest.param(b"\n\n", [0, 0], id="blank"),
+        pytest.param(b"z\n" + b"x" * LIMIT + b"\nz", [1, LIMIT, 1], id="at-the-limit"),
+        pytest.param(b"z\n" + b"x" * LIMIT + b"\r\nz", [1, LIMIT + 1, 1], id="crlf"),
+        pytest.param(b"z\n" + b"x" * (LIMIT + 1) + b"\nz", [1, LIMIT + 1, 1], id="one-over"),
+        pytest.param(b"z\n" + b"x" * (LIMIT + 2) + b"\nz", [1, LIMIT + 2, 1], id="cut"),
+        pytest.param(b"z\n" + b"x" * (3 * LIMIT) + b"\nz\n", [1, LIMIT + 2, 1], id="skipped"),
+        pytest.param(b"z\n" + b"x" * (3 * LIMIT), [1, LIMIT + 2], id="cut-to-the-end"),
+        # The first line is read 3 bytes further: a byte order mark is no part of it.
+        pytest.param(b"\xef\xbb\xbf" + b"x" * LIMIT + b"\nz", [LIMIT, 1], id="mark"),
+        pytest.param(b"\xef\xbb\xbf" + b"x" * (3 * LIMIT), [LIMIT + 2], id="mark-then-cut"),
+        pytest.param(b"x" * (3 * LIMIT) + b"\nz", [LIMIT + 5, 1], id="first-cut"),
+    ],
+)
+def test_read_lines_cuts_a_line_past_the_limit(data: bytes, lengths: list[int]) -> None:
+    progress: list[int] = []
+
+    lines = _read(data, progress)
+
+    # A cut line is longer than the limit even without a trailing \r: every adapter rejects it.
+    assert [len(line) for line in lines] == lengths
+    assert sum(progress) == len(data)
+    assert _read(data) == lines
+    assert all(line.strip(b"x") in (b"", b"z", b"zz", b"\r") for line in lines)
+
+
+def _recording(store: Store, name: str, size: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of what each call of the store's method ``name`` is given, as it goes on."""
+    sizes: list[int] = []
+    method = getattr(store, name)
+
+    def record(batch: Any) -> Any:
+        sizes.append(size(batch))
+        return method(batch)
+
+    monkeypatch.setattr(store, name, record)
+    return sizes
+
+
+@pytest.mark.parametrize(
+    ("kind", "line", "method", "size"),
+    [
+        ("agent", LINES[0], "insert_table", lambda table: table.num_rows),
+        ("nginx", ACCESS, "insert_columns", lambda columns: len(columns["hash"])),
+    ],
+)
+def test_a_batch_ends_at_a_size_in_bytes_too(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    line: bytes,
+    method: str,
+    size: Any,
+) -> None:
+    # 50,000 lines near the 1 MiB limit would be a 50 GB batch: a batch also ends once it
+    # holds BATCH_BYTES of lines (here: at its third line).
+    lines = [line.replace(b"13:11:19", b"13:11:%02d" % n) for n in range(7)]
+    lines = [line.replace(b"12:00:01", b"12:00:%02d" % n) for n, line in enumerate(lines)]
+    monkeypatch.setattr("correlator._parse_workers.BATCH_BYTES", 2 * len(line) + 1)
+    monkeypatch.setattr("correlator.ingest.BATCH_BYTES", 2 * len(line) + 1)
+    monkeypatch.setattr("correlator.ingest.INSERT_EVENTS", 1)  # each batch inserted alone
+    with Store(tmp_path / "evidence.duckdb") as store:
+        batches = _recording(store, method, size, monkeypatch)
+        result = ingest_lines(store, kind, lines, "f")
+    assert result.accepted == 7
+    assert batches == [3, 3, 1]
+
+
+def test_a_file_of_nothing_but_rejects_is_stored_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rejects count towards a batch: a file of bad lines was held whole until its end.
+    with Store(tmp_path / "evidence.duckdb") as store:
+        batches = _recording(store, "insert_rejects", len, monkeypatch)
+        ingest_lines(store, "nginx", [b"not nginx"] * 5, "bad.log", batch_events=2)
+    assert batches == [2, 2, 1]

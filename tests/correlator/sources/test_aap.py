@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from correlator._schema import columns_from_events
 from correlator.model import MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources.aap import AAP_JOB_TYPES, parse
 from tests.correlator.sources.strategies import ANY_JSON, TIMESTAMPS, instant
@@ -257,11 +258,11 @@ GOOD = b'{"id": 1, "type": "job", "status": "pending", "created": "2026-11-22T13
         ),
         (b'{"id": "\xc3", "type": "job"}', "line 2 is not valid UTF-8 (byte 0xc3 at offset 8)"),
         (
-            # An oversized job (a huge job_explanation): the line limit, named with sizes.
+            # An oversized job (a huge job_explanation): the line limit, named.
             b'{"id": 2, "type": "job", "status": "failed", "job_explanation": "'
             + b"x" * MAX_LINE_BYTES
             + b'"}',
-            f"line 2 is {MAX_LINE_BYTES + 67:,} bytes; the limit is {MAX_LINE_BYTES:,}",
+            f"line 2 is longer than 1 MiB ({MAX_LINE_BYTES:,} bytes)",
         ),
     ],
 )
@@ -390,8 +391,9 @@ def _duration_s(job: dict[str, Any]) -> float | None:
     """What the final event's duration must be: AAP's elapsed, EDA's ended_at - started_at."""
     if "type" in job:
         elapsed = job.get("elapsed")
-        ok = isinstance(elapsed, int | float) and not isinstance(elapsed, bool)
-        return float(elapsed) if ok else None
+        if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+            return float(elapsed)
+        return None
     started, ended = instant(job.get("started_at")), instant(job["ended_at"])
     return None if started is None or ended is None else (ended - started) / 1e9
 
@@ -413,3 +415,17 @@ def test_every_job_with_a_final_time_becomes_events(job: dict[str, Any]) -> None
     assert isinstance(final, Event)
     assert final.duration_s == _duration_s(job)
     assert final.entity_id == f"{'eda' if eda else 'aap'}:{job['id']}"
+
+
+def test_an_unreadable_time_nested_to_the_limit_is_a_reject_not_a_lost_file() -> None:
+    # The job (253 levels under "created") can be written; its attrs, which keep the time one
+    # level deeper (unreadable_times), could not: the store's insert failed, and the file.
+    deep = b'{"id": 1, "type": "job", "status": "failed", "started": "2026-11-22T13:11:19Z", '
+    deep += b'"created": ' + b"[" * 253 + b"]" * 253 + b"}"
+
+    items = list(parse([GOOD, deep, GOOD], "f"))
+
+    assert [i.reason for i in items if isinstance(i, Reject)] == [
+        "line 2 (aap:1) is nested deeper than the 254 levels of objects and arrays a job may have"
+    ]
+    columns_from_events([i for i in items if isinstance(i, Event)])  # as the store takes them

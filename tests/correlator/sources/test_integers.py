@@ -97,12 +97,17 @@ def test_exponent_in(text: str, found: bool) -> None:
 def test_exact_reads_again_only_what_lost_digits() -> None:
     text = f'{{"seq":{WIDE},"big":1.5e+300}}'.encode()
     plain = b'{"seq":18446744073709551615,"t":"2026-11-22T14:11:19+01:00"}'
-    deep = b"[" * 300 + b"]" * 300  # orjson writes at most 254 levels
-    read_plain, read_deep = orjson.loads(plain), orjson.loads(deep)
+    read_plain = orjson.loads(plain)
 
     assert exact(orjson.loads(text), text) == {"seq": WIDE, "big": 1.5e300}
     assert exact(read_plain, plain) is read_plain
-    assert exact(read_deep, deep) is read_deep
+
+
+def test_exact_refuses_what_orjson_cannot_write() -> None:
+    deep = b"[" * 300 + b"]" * 300  # orjson reads 1,024 levels and writes at most 254
+
+    with pytest.raises(orjson.JSONEncodeError):
+        exact(orjson.loads(deep), deep)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import sys
+import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import orjson
 import pytest
@@ -12,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from correlator.model import Event, Reject, content_hash
-from correlator.sources.k8s import iter_documents, parse
+from correlator.sources._documents import iter_documents
+from correlator.sources.k8s import parse
 from tests.correlator.sources.strategies import ANY_JSON, TIMESTAMPS, instant
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "k8s"
@@ -127,6 +134,51 @@ def test_list_sample() -> None:
             '{"apiVersion":"provisioning.example.com/v1alpha1","metadata":{"name":"pr-no-kind"}}',
         ),
     ]
+
+
+# The canonical JSON written out: the raw text each event keeps, and what its content hash (so
+# de-duplication on re-ingest) is computed from. Sorted keys at every depth, no whitespace,
+# UTF-8 unescaped, managedFields and the last-applied annotation dropped, list order kept.
+_SAMPLE_ITEM_RAW = (
+    '{"apiVersion":"provisioning.example.com/v1alpha1","kind":"ProvisionRequest",'
+    '"metadata":{"annotations":{"provisioning.example.com/correlation-id":"c-1f3a"},'
+    '"creationTimestamp":"2026-11-22T13:11:19Z","generation":2,"labels":{'
+    '"app.kubernetes.io/managed-by":"provisioning-operator",'
+    '"provisioning.example.com/allocation-id":"a-9","provisioning.example.com/node-id":"n-17"},'
+    '"name":"pr-a-9","namespace":"tenant-acme","resourceVersion":"918273",'
+    '"uid":"0b1c6c1e-3f6a-4c55-a2b8-6f4c1f1f9a10"},'
+    '"spec":{"allocationId":"a-9","template":"rhel9"},'
+    '"status":{"conditions":[{"lastTransitionTime":"2026-11-22T13:11:21Z",'
+    '"message":"job launched","reason":"JobLaunched","status":"True","type":"Provisioning"}],'
+    '"observedGeneration":2,"provisionJob":{"id":"4711",'
+    '"lastTransitionTime":"2026-11-22T13:11:25Z","message":"waiting for the provider",'
+    '"provider":"aap","state":"Running"}}}'
+)
+_UNSORTED = (
+    b'{"status": {"phase": "Running"}, "metadata": {"name": "vm-1",\n'
+    b'  "creationTimestamp": "2026-11-22T13:11:19Z", "managedFields": [{"manager": "kubectl"}],\n'
+    b'  "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}",\n'
+    b'    "z": "Z\xc3\xbcrich", "a": "1"}},\n'
+    b'  "kind": "VMRequest", "apiVersion": "v1", "spec": {"b": [2, 1], "a": null, "c": 1.5}}'
+)
+_UNSORTED_RAW = (
+    '{"apiVersion":"v1","kind":"VMRequest","metadata":{"annotations":{"a":"1","z":"Z\u00fcrich"},'
+    '"creationTimestamp":"2026-11-22T13:11:19Z","name":"vm-1"},"spec":{"a":null,"b":[2,1],'
+    '"c":1.5},"status":{"phase":"Running"}}'
+)
+
+
+def test_canonical_json_is_pinned_to_literal_text() -> None:
+    (first, *_) = parse(sample("provisionrequests.json"), "f")
+    (unsorted,) = parse(_UNSORTED.splitlines(), "f")
+
+    assert isinstance(first, Event) and isinstance(unsorted, Event)
+    assert first.raw == _SAMPLE_ITEM_RAW
+    assert unsorted.raw == _UNSORTED_RAW
+    assert unsorted.hash == content_hash("k8s", _UNSORTED_RAW) == -8864921893972781116
+    # The helper the other tests build expected events with agrees with the literal.
+    items = orjson.loads(b"\n".join(sample("provisionrequests.json")))["items"]
+    assert canonical(items[0]).decode() == _SAMPLE_ITEM_RAW
 
 
 def test_watch_events_one_per_line_with_a_broken_one() -> None:
@@ -343,7 +395,7 @@ GOOD = orjson.dumps(cr(phase="Running"))
                 "metadata.creationTimestamp"
             ],
         ),
-        ([b"x" * 1_048_577], ["line 2 is 1,048,577 bytes; the limit is 1,048,576"]),
+        ([b"x" * 1_048_577], ["line 2 is longer than 1 MiB (1,048,576 bytes)"]),
         ([b"]"], ["line 2 is not valid JSON: Expecting value (column 1)"]),
     ],
 )
@@ -364,6 +416,134 @@ def test_documents_framing() -> None:
         (4, {"a": 1}),
         (7, 7),
         (7, 8),
+    ]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.text(max_size=8), ANY_JSON, max_size=4) | st.lists(ANY_JSON),
+            st.sampled_from([0, orjson.OPT_INDENT_2]),
+        ),
+        max_size=5,
+    )
+)
+def test_documents_are_framed_alike_however_written(
+    documents: list[tuple[Any, int]],
+) -> None:
+    # A line that is a whole document is read at once; others are framed by their nesting
+    # (strings holding brackets and quotes included): the same documents either way.
+    lines: list[bytes] = []
+    expected = []
+    for document, option in documents:
+        expected.append((len(lines) + 1, document))
+        lines.extend(orjson.dumps(document, option=option).split(b"\n"))
+
+    assert list(iter_documents(lines, "k8s", "f")) == expected
+
+
+# -- documents too deep or too large -----------------------------------------------------------
+
+DEEP_JSON = b"[" * 100_000 + b"]" * 100_000  # python3 -c 'print("["*100000+"]"*100000)'
+
+
+def _events(items: list[Event | Reject]) -> int:
+    return len([item for item in items if isinstance(item, Event)])
+
+
+def test_deep_json_is_a_reject_and_its_neighbours_are_kept() -> None:
+    # It crashed the ingest with RecursionError (the stdlib decoder recurses once per level)
+    # and lost every document of the file.
+    items = list(parse([GOOD, DEEP_JSON, GOOD.replace(b"vm-1", b"vm-2")], "deep.json"))
+
+    assert [item.reason for item in items if isinstance(item, Reject)] == [
+        "line 2 starts a JSON document nested deeper than 512 levels (at line 2); "
+        "the limit is 512 levels"
+    ]
+    assert _events(items) == 2
+
+
+def test_a_pretty_printed_deep_document_is_refused_where_it_gets_too_deep() -> None:
+    deep = [b"{", *[b"  " * n + b'"a": {' for n in range(1, 600)], *[b"  }"] * 599, b"}"]
+
+    items = list(parse([*deep, GOOD], "f"))
+
+    assert [item.reason for item in items if isinstance(item, Reject)] == [
+        "line 1 starts a JSON document nested deeper than 512 levels (at line 513); "
+        "the limit is 512 levels"
+    ]
+    assert _events(items) == 1  # reading resumed at the next line that starts a document
+
+
+def test_a_document_over_the_size_limit_is_refused_and_reading_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("correlator.sources._documents.MAX_DOCUMENT_BYTES", 1000)
+    big = [b"{", b'  "kind": "VMRequest",', *[b'  "x": "' + b"y" * 90 + b'",'] * 20, b"}"]
+
+    items = list(parse([GOOD, *big, GOOD.replace(b"vm-1", b"vm-2")], "f"))
+
+    assert [item.reason for item in items if isinstance(item, Reject)] == [
+        "line 2 starts a JSON document of over 1,000 bytes (at line 13); the limit is 1,000 bytes"
+    ]
+    assert _events(items) == 2
+
+
+def test_a_document_that_never_closes_is_held_to_the_limit_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An input that opens a list and never closes it: the framer holds the document to its
+    # cap (64 MiB; 8 MiB here, for speed), not to the end of the input, and reads on after it.
+    cap = 8 * 1024 * 1024
+    monkeypatch.setattr("correlator.sources._documents.MAX_DOCUMENT_BYTES", cap)
+    line = b'  "' + b"x" * (1024 * 1024 - 8) + b'",'
+
+    def lines() -> Iterator[bytes]:
+        yield b"["
+        for _ in range(3 * 8):
+            yield line
+        yield GOOD
+
+    tracemalloc.start()
+    try:
+        items = list(parse(lines(), "f"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert [item.reason for item in items if isinstance(item, Reject)] == [
+        "line 1 starts a JSON document of over 8,388,608 bytes (at line 10); "
+        "the limit is 8,388,608 bytes (8 MiB)"
+    ]
+    assert _events(items) == 1
+    assert peak < 2 * cap, peak  # 24 MiB of input
+
+
+def test_strings_are_skipped_in_one_pass() -> None:
+    # A line of escaped quotes that never closes: each quote was a start to try again from.
+    hostile = b'["' + b'\\"' * 300_000
+
+    started = time.process_time()
+    items = list(parse([GOOD, hostile, GOOD.replace(b"vm-1", b"vm-2")], "f"))
+
+    assert time.process_time() - started < 1.0
+    assert _events(items) == 2
+
+
+def test_a_document_too_deep_for_the_stack_left_is_a_reject() -> None:
+    # Within the 512 levels, but read from deep in a stack already (a thread of a server).
+    depth = 400
+    lines = [b"[" * depth, b"]" * depth, b"{}"]  # on two lines: framed, then decoded
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + depth // 2)
+    try:
+        items = list(iter_documents(lines, "k8s", "f"))
+    finally:
+        sys.setrecursionlimit(limit)
+
+    assert items == [
+        Reject("k8s", "f", 1, "line 1 starts a JSON document nested too deep to read here", ANY),
+        (3, {}),
     ]
 
 
@@ -497,7 +677,7 @@ def test_every_object_with_a_kind_a_name_and_a_time_becomes_events(
 
     items = list(parse(lines, "f"))
 
-    expected = []
+    expected: list[tuple[Any, Any, str | None]] = []
     for obj in objects:
         expected.append((obj["kind"], obj["metadata"]["name"], None))
         if instant(obj["metadata"].get("deletionTimestamp")) is not None:

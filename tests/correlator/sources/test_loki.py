@@ -108,8 +108,9 @@ def test_entries_are_mapped_as_records_or_from_their_labels() -> None:
             "loki",
             query,
             3,
-            "entry 3 names no layer: the line is not a record with one, the stream has no "
-            "known 'layer' label and no default layer was given",
+            "entry 3 names no layer: the line is not a record with one and the stream has no "
+            "'layer' label of a known layer (node, ingress, api, workflow, db, provider, "
+            "projection)",
             "no layer here",
         ),
     ]
@@ -124,6 +125,21 @@ def test_default_layer_fills_in() -> None:
     assert [(i.layer, i.ts_ns, i.message, i.attrs) for i in items] == [  # type: ignore[union-attr]
         ("node", T0, "plain", {}),
         ("node", T0 + 1, "", {"ts": 5}),  # a record without a readable ts keeps Loki's
+    ]
+
+
+def test_an_entry_stored_in_two_shards_of_its_stream_is_one_event() -> None:
+    """Loki shards a fast stream (``__stream_shard__``) and de-duplicates within a shard only:
+    the same timestamp and line in two shards is one entry, one event."""
+    shard0 = {**API, "__stream_shard__": "0"}
+    body = streams_body((shard0, [(T0 + 5, RECORD)]), (API, [(T0 + 5, RECORD), (T0 + 6, "x")]))
+    client = mock_client(lambda request: httpx.Response(200, content=body))
+
+    items = list(fetch(client, '{a="b"}', start_ns=T0, end_ns=T0 + 10, default_layer="api"))
+
+    assert [(i.ts_ns, i.message) for i in items] == [  # type: ignore[union-attr]
+        (T0 + 1, "provisioning failed"),  # the record's own ts
+        (T0 + 6, "x"),
     ]
 
 

@@ -194,7 +194,8 @@ UTF8_BAD = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"caf\xff"}'
         ),
         (
             b'{"ts":"2026-11-22T13:11:19Z"}',
-            "line 2 lacks field 'layer' and no default layer was given",
+            "line 2 lacks field 'layer' (one of node, ingress, api, workflow, db, provider, "
+            "projection)",
         ),
         (
             b'{"ts":"2026-11-22T13:11:19Z","layer":"frontend"}',
@@ -213,7 +214,7 @@ UTF8_BAD = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"caf\xff"}'
             "1970 can hold in 64 bits",
         ),
         (UTF8_BAD, "line 2 is not valid UTF-8 (byte 0xff at offset 55)"),
-        (b"{" + b" " * MAX_LINE_BYTES, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+        (b"{" + b" " * MAX_LINE_BYTES, "line 2 is longer than 1 MiB (1,048,576 bytes)"),
     ],
 )
 def test_bad_lines_are_rejected_and_batch_mates_kept(line: bytes, reason: str) -> None:

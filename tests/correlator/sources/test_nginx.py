@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
@@ -658,7 +659,7 @@ def test_rejects_name_the_line_and_keep_batch_mates() -> None:
     items = read(*lines)
     rejects = [item for item in items if isinstance(item, Reject)]
     assert [(r.line_no, r.reason) for r in rejects] == [
-        (2, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+        (2, "line 2 is longer than 1 MiB (1,048,576 bytes)"),
         (3, "line 3 is not valid UTF-8 (byte 0xff at offset 52)"),
         (6, "line 6 is neither an nginx access-log line (JSON or combined) nor an error-log line"),
         (7, "line 7 is not valid JSON: unexpected end of data: line 1 column 57 (char 56)"),
@@ -1085,3 +1086,37 @@ def test_a_clients_missing_or_forbidden_file_is_no_ingress_failure() -> None:
         ("warning", "forbidden_by_rule", None),
     ]
     assert not any(map(is_failure, events))
+
+
+# -- hostile input: time in proportion to the line ----------------------------------------------
+
+#: A 64 KB error-log message of "(1: " (nginx's "(111: Connection refused)" never closed) took
+#: 6 s, 256 KB 3 minutes: the errno pattern scanned from every "(" to the end. " while "
+#: likewise, and an unterminated quote of a combined line backtracked (0.46 s for 1 MiB).
+HOSTILE_LINES = [
+    pytest.param(b"2026/11/22 13:11:19 [error] 1#1: *5 " + b'"(1: ' * 16_000, id="errno"),
+    pytest.param(b"2026/11/22 13:11:19 [error] 1#1: *5 " + b" while " * 9_000 + b",", id="while"),
+    pytest.param(
+        b'1 - - [22/Nov/2026:13:11:19 +0000] "GET / HTTP/1.1" 200 1 "' + b"a" * MAX_LINE_BYTES,
+        id="unterminated-referer",
+    ),
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE_LINES)
+def test_a_hostile_line_costs_time_in_proportion_to_it(line: bytes) -> None:
+    started = time.process_time()
+    items = read(COMBINED_502, *[line[:MAX_LINE_BYTES]] * 4, COMBINED_502)
+    assert time.process_time() - started < 1.0
+    assert len(items) == 6
+
+
+def test_the_errno_and_action_of_a_message() -> None:
+    line = (
+        b"2026/11/22 13:11:19 [error] 1#1: *5 recv() (x) failed (104: Connection reset by peer)"
+        b" (110: later) while reading, a comma while reading response header from upstream"
+    )
+    (item,) = read(line)
+    assert isinstance(item, Event)
+    assert (item.attrs["errno"], item.attrs["errno_text"]) == (104, "Connection reset by peer")
+    assert item.attrs["action"] == "reading response header from upstream"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -564,7 +565,7 @@ def test_rejects_name_the_line_and_keep_batch_mates() -> None:
     items = read(*lines)
     rejects = [item for item in items if isinstance(item, Reject)]
     assert [(r.line_no, r.reason) for r in rejects] == [
-        (2, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+        (2, "line 2 is longer than 1 MiB (1,048,576 bytes)"),
         (3, "line 3 is not valid UTF-8 (byte 0xe9 at offset 111)"),
         (
             5,
@@ -718,3 +719,38 @@ def test_csvlog_round_trip(message: str, statement: str, detail: str) -> None:
     assert item.attrs.get("detail", "") == detail
     assert item.attrs.get("statement", "") == statement
     assert item.raw == record.decode()
+
+
+# -- hostile and large input --------------------------------------------------------------------
+
+
+def test_a_statement_longer_than_the_csv_modules_field_limit_is_read() -> None:
+    # csv refuses fields over 131,072 characters by default: a 200 KB statement, in a record
+    # well within the line limit, was rejected ("field larger than field limit").
+    statement = "SELECT '" + "x" * 200_000 + "' /*allocation_id='a-9'*/"
+    line = (
+        b'2026-11-22 13:11:19.123 UTC,"api","alloc",4711,,6740a1b2.1267,3,,,,0,ERROR,57014,'
+        b'"canceling statement due to statement timeout",,,,,,"' + statement.encode() + b'",,,"api"'
+    )
+
+    (item,) = read(line)
+
+    assert isinstance(item, Event)
+    assert item.allocation_id == "a-9"
+    assert len(item.attrs["statement"]) == 2048  # clipped in attrs; whole in raw
+    assert item.raw == line.decode()
+
+
+def test_a_statement_of_unclosed_comments_costs_time_in_proportion_to_it() -> None:
+    # The sqlcommenter comment pattern tried every "/*" against the rest of the statement: a
+    # 60 KB statement of "/* /* /* ..." took 13 s, 1 MiB would take most of an hour.
+    line = b'{"timestamp":"2026-11-22 13:11:19.123 UTC","statement":"' + b"/* " * 20_000 + b'"}'
+
+    started = time.process_time()
+    items = read(line, line, line)
+
+    assert time.process_time() - started < 1.0
+    assert all(isinstance(item, Event) for item in items)
+    assert sqlcommenter_tags("/* /* x */ a /*allocation_id='a-9'*/ /* b") == {
+        "allocation_id": "a-9"
+    }

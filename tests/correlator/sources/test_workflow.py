@@ -156,7 +156,15 @@ GOOD = b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"allocation","entity_id":"a-
             b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"a","entity_id":"\xe9","to":"x"}',
             "line 2 is not valid UTF-8 (byte 0xe9 at offset 60)",
         ),
-        (b" " * 1_048_577, "line 2 is 1,048,577 bytes; the limit is 1,048,576"),
+        (b" " * 1_048_577, "line 2 is longer than 1 MiB (1,048,576 bytes)"),
+        (
+            # Read (orjson reads 1,024 levels) but not writable (254): the store's insert
+            # failed with TypeError, and the whole file with it.
+            b'{"ts":"2026-11-22T13:11:19Z","entity_kind":"a","entity_id":"b","to":"x",'
+            b'"attributes":{"deep":' + b"[" * 300 + b"]" * 300 + b"}}",
+            "line 2 has a field 'attributes' nested deeper than the 254 levels of objects and "
+            "arrays a record may have",
+        ),
     ],
 )
 def test_bad_lines_are_rejected_and_batch_mates_kept(line: bytes, reason: str) -> None:
@@ -412,6 +420,23 @@ def test_an_audit_row_the_store_cannot_date_is_rejected(year: int) -> None:
         7,
         "row 7 has a field 'ts' outside the years 1677 to 2262 that nanoseconds since 1970 "
         "can hold in 64 bits",
+    )
+
+
+def test_an_audit_row_nested_past_what_can_be_stored_is_rejected() -> None:
+    # psycopg reads jsonb with the stdlib's parser, which reads deeper than orjson writes.
+    deep: list[Any] = []
+    for _ in range(300):
+        deep = [deep]
+    fields = {"ts": datetime(2026, 11, 22, tzinfo=UTC), "entity_id": "a-9", "to_state": "x"}
+    reject = _row_event({**fields, "attributes": {"deep": deep}}, "postgresql:audit", 7)
+    assert reject == Reject(
+        "workflow",
+        "postgresql:audit",
+        7,
+        "row 7 has a field 'attributes' nested deeper than the 254 levels of objects and "
+        "arrays a record may have",
+        "",
     )
 
 
