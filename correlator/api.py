@@ -444,6 +444,10 @@ def create_app(
     if read_threads < 1:
         raise ValueError(f"read_threads must be at least 1, not {read_threads}")
     app = Service(
+        # /docs with the assets served here (_docs_routes), not from a CDN: the API's own
+        # documentation must render on an operator's machine without internet.
+        docs_url=None,
+        redoc_url=None,
         title="evidence-pipeline correlator",
         version="0.1.0",
         description="One incident timeline across node, ingress, API, workflow and DB evidence."
@@ -653,6 +657,7 @@ def create_app(
 
     if _WEB.is_dir():  # the page's script and style; an install without package data has none
         app.mount("/static", StaticFiles(directory=_WEB), name="static")
+    _docs_routes(app)
 
     # No check_query here: the page's own script reads its query (?allocation_id=...).
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -660,6 +665,35 @@ def create_app(
         return HTMLResponse(_PAGE.read_text("utf-8") if _PAGE.exists() else _FALLBACK_PAGE)
 
     return app
+
+
+#: Where Swagger UI is served from: the files the ``fastapi-offline`` package ships.
+DOCS_ASSETS: Final = "/docs-assets"
+
+
+def _docs_routes(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) with its script and style served by the service itself, from the
+    ``fastapi-offline`` package (maintained; it ships current Swagger UI builds), instead of
+    FastAPI's default CDN links. ReDoc is not served: its page loads a logo from its CDN."""
+    from importlib.resources import files
+
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    assets = Path(str(files("fastapi_offline") / "static"))
+    app.mount(DOCS_ASSETS, StaticFiles(directory=assets), name="docs-assets")
+    title = f"{app.title} — API"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=title,
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+            # Its default sends the schema's address to validator.swagger.io for a badge.
+            swagger_ui_parameters={"validatorUrl": None},
+        )
 
 
 _FALLBACK_PAGE: Final = """<!doctype html><html lang="en"><head><meta charset="utf-8">

@@ -561,3 +561,32 @@ def test_the_html_file_shows_the_events_and_carries_the_timeline_as_json(
     assert page.evaluate("typeof window.__pwned") == "undefined"
     page.context.close()
     assert tab.errors == []
+
+
+def test_the_api_docs_render_with_no_request_leaving_the_machine(site: Site) -> None:
+    # /docs is Swagger UI; its scripts and styles must come from the service itself (an
+    # operator's machine may have no internet): every request to another host is refused
+    # and recorded, and the page must render all the same.
+    context = site.browser.new_context()
+    outside: list[str] = []
+
+    def only_local(route: Any) -> None:
+        host = httpx.URL(route.request.url).host
+        if host in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    docs = context.new_page()
+    try:
+        docs.goto(f"{site.url}/docs")
+        expect(docs.locator(".swagger-ui .info .title")).to_contain_text(
+            "evidence-pipeline correlator"
+        )
+        expect(docs.locator(".opblock-summary-path", has_text="/v1/timeline")).to_be_visible()
+        docs.wait_for_load_state("networkidle")  # late requests (fonts, badges) too
+    finally:
+        context.close()
+    assert outside == []
