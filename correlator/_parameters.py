@@ -64,7 +64,10 @@ async def check_query(request: Request) -> None:
     if any(name in IDENTIFIER_KEYS for name in declared) and (
         sum(name in IDENTIFIER_KEYS for name, _ in items) != 1
     ):
-        raise QueryError(_ONE_IDENTIFIER)
+        # Name what was given instead (``?alloc=a-1``): the likely typo is the thing to fix.
+        unknown = [name for name in dict.fromkeys(n for n, _ in items) if name not in declared]
+        given = f"; unknown query parameter {', '.join(map(repr, unknown))}" if unknown else ""
+        raise QueryError(_ONE_IDENTIFIER + given)
     for name in dict.fromkeys(name for name, _ in items):
         if name not in declared:
             known: list[str] = [key for key in IDENTIFIER_KEYS if key in declared]

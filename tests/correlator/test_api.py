@@ -113,6 +113,8 @@ def test_reads_need_the_read_token_when_one_is_set(demo_client: AsgiClient) -> N
     [
         ("", 400, "give exactly one identifier"),
         ("?allocation_id=a-1&workflow_id=wf-1", 400, "give exactly one identifier"),
+        # A mistyped key is named: what to fix.
+        ("?alloc=a-1", 400, "; unknown query parameter 'alloc'"),
         (
             "?allocation_id=a-9%27%20OR%201%3D1",
             400,
