@@ -170,8 +170,11 @@ def flush(timeout_s: float = 5.0) -> bool:
 
 def health() -> dict[str, Any]:
     """Pipeline and shipping health: records, failures, and for the durable path the spool's
-    depth, oldest unsent age, sent, retried, dropped and dead-lettered counts, and the last
-    shipping error with its age in seconds (``last_error``, ``last_error_age_s``)."""
+    depth, oldest unsent age, sent, retried, dropped and dead-lettered counts, ``reconciled``
+    (records that may have reached Loki before a crash or a failure, found there and not pushed
+    again) and ``resent_unreconciled`` (records pushed again without knowing whether Loki held
+    them: each may be visible twice), and the last shipping error with its age in seconds
+    (``last_error``, ``last_error_age_s``)."""
     pipeline = _state.pipeline
     if pipeline is None:
         return {"configured": False}

@@ -9,12 +9,16 @@ refusals: a line over ``max_line_size``, 256 KB by default; an entry older than
 ``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; ...) are
 bisected to isolate the entries Loki will not take; those go to a dead-letter file
 (``_dead_letter``), each once. Loki 3 stores the valid entries of a partly refused push
-anyway, and resending them is harmless: it de-duplicates identical entries. Should a single
-entry reached by a split be refused with the very message the whole batch was, and that
-message not be an entry refusal (a client classifying otherwise), the request is at fault:
-it is retried, not dead-lettered. A body over a size limit (413, Loki's or a proxy's) is
-halved until it passes, and later batches are kept below the size refused; nothing of it is
-dead-lettered, and a single entry still too large waits, retried, like any refused request.
+anyway, and resending them is not harmless: Loki de-duplicates identical entries only within
+one stream, and it may shard the stream (``_reconcile``). So every push goes through
+:meth:`BatchDelivery._push`, which first asks Loki which of the records it carries it holds
+already, when they may be there (after a refusal of some entries, an unanswered push, a 5xx,
+a crash), and pushes only the others. Should a single entry reached by a split be refused
+with the very message the whole batch was, and that message not be an entry refusal (a
+client classifying otherwise), the request is at fault: it is retried, not dead-lettered. A
+body over a size limit (413, Loki's or a proxy's) is halved until it passes, and later batches
+are kept below the size refused; nothing of it is dead-lettered, and a single entry still too
+large waits, retried, like any refused request.
 When stop or a deadline cuts a split short, the part already stored or dead-lettered is
 acked on its own: the next run does not dead-letter it again.
 
@@ -41,6 +45,14 @@ from typing import Any, Final, Protocol, TypeVar
 from agent_logging._dead_letter import append_dead_letter
 from agent_logging._entries import PushEntry, RecordLike, entries_from_records, entry_from_record
 from agent_logging._push_answers import PushResult, is_entry_refusal
+from agent_logging._reconcile import (
+    RECONCILE_ATTEMPTS,
+    InDoubt,
+    ReconcileError,
+    find_in_loki,
+    settle,
+)
+from agent_logging._segments import SpoolPosition
 
 __all__ = ["BatchDelivery", "PushClient", "SpoolLike"]
 
@@ -49,6 +61,8 @@ _MAX_EXPONENT: Final = 62
 
 # Content Too Large (RFC 9110 §15.5.14): the body is over a limit, of Loki or of a proxy.
 _TOO_LARGE: Final = 413
+# A gateway's answers that leave Loki behind it possibly still at work on the push.
+_GATEWAY_GAVE_UP: Final = frozenset({502, 504})
 
 
 class _BatchLike(Protocol):
@@ -174,6 +188,13 @@ class BatchDelivery:
     busy: bool
     _stats_lock: threading.Lock
     _kick: threading.Event
+    _doubt: InDoubt
+    _reconciled: int
+    _resent_unreconciled: int
+    # Set by the loop around each delivery: the batch's end in the spool, and what ends it.
+    _batch_end: SpoolPosition | None
+    _ship_halt: threading.Event | None
+    _ship_deadline: float | None
 
     def _deliver(
         self,
@@ -281,24 +302,110 @@ class BatchDelivery:
         return done
 
     def _push(self, records: Sequence[RecordLike], low: int, high: int) -> PushResult:
-        """Push ``records[low:high]``; never raises."""
+        """Push ``records[low:high]``, less those Loki is found to hold; never raises.
+
+        Records in doubt (``_reconcile``: a push that may have carried them failed, or was in
+        flight at a crash) are looked for in Loki first, and only the missing ones are
+        pushed; the range counts as delivered when none is. Before a push, ``in-flight``
+        records that the batch may reach Loki; after a failure that may have stored some of
+        it, its records are in doubt.
+        """
+        part: Sequence[RecordLike] = records[low:high]
+        doubt = self._doubt
+        if doubt.stored:
+            part = [r for r in part if r not in doubt.stored]
+        if doubt.records and not doubt.records.isdisjoint(part):
+            checked = self._missing_from_loki(part)
+            if isinstance(checked, PushResult):
+                return checked
+            part = checked
+        if not part:
+            return PushResult("ok", None, None, "already in Loki (reconciled)")
+        doubt.before_push(self._batch_end)
+        result = self._send(part)
+        if result.outcome != "ok" and not result.nothing_stored:
+            answered = result.status is not None and result.status not in _GATEWAY_GAVE_UP
+            doubt.failed(part, answered=answered)
+        return result
+
+    def _send(self, part: Sequence[RecordLike]) -> PushResult:
         try:
             push_records = getattr(self._client, "push_records", None)
             if push_records is not None:
                 result: PushResult = push_records(
-                    records[low:high],
+                    part,
                     node_id_label=self._node_id_label,
                     default_labels=self._default_labels,
                 )
                 return result
             entries = entries_from_records(
-                records[low:high],
+                part,
                 node_id_label=self._node_id_label,
                 default_labels=self._default_labels,
             )
             return self._client.push(entries)
         except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
             return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+
+    def _missing_from_loki(self, part: Sequence[RecordLike]) -> list[RecordLike] | PushResult:
+        """The records of ``part`` Loki does not hold (a reconcile), or why not known yet.
+
+        Returns a ``retry`` result (nothing stored, so nothing more in doubt) while Loki
+        cannot be asked: the caller backs off and comes back. After
+        :data:`~agent_logging._reconcile.RECONCILE_ATTEMPTS` failed queries in a row, or at
+        once when queries are refused for good or the client cannot query, gives up: the
+        records in doubt are pushed as they are and counted as ``resent_unreconciled``.
+        """
+        doubt = self._doubt
+        doubtful = [r for r in part if r in doubt.records]
+        query = getattr(self._client, "iter_query_range", None)
+        if query is None:
+            return self._unreconciled(part, doubtful, "the Loki client cannot query")
+        if not settle(
+            doubt, self._wait, self._kick, self._ship_halt, self._ship_deadline, self._clock
+        ):
+            reason = "stopped while records that may have reached Loki were settling"
+            return PushResult("retry", None, None, reason, nothing_stored=True)
+        try:
+            found = find_in_loki(
+                query,
+                doubtful,
+                node_id_label=self._node_id_label,
+                default_labels=self._default_labels,
+                now_unix_s=self._wall_clock(),
+            )
+        except ReconcileError as exc:
+            doubt.failures += 1
+            if exc.unreachable or not (exc.forbidden or doubt.failures >= RECONCILE_ATTEMPTS):
+                reason = (
+                    "cannot ask Loki which records of a push that may have reached it it holds "
+                    f"(asking again before pushing them): {exc}"
+                )
+                return PushResult("retry", exc.status, None, reason, nothing_stored=True)
+            return self._unreconciled(part, doubtful, str(exc))
+        doubt.failures = 0
+        doubt.records.difference_update(doubtful)
+        doubt.stored.update(found.present)
+        with self._stats_lock:
+            self._reconciled += len(found.present)
+            self._resent_unreconciled += found.unverifiable
+        return [r for r in part if r not in found.present]
+
+    def _unreconciled(
+        self, part: Sequence[RecordLike], doubtful: list[RecordLike], why: str
+    ) -> list[RecordLike]:
+        """Give up reconciling: push ``part`` whole, counting ``doubtful`` and saying so once."""
+        doubt = self._doubt
+        doubt.failures = 0
+        doubt.records.difference_update(doubtful)
+        with self._stats_lock:
+            self._resent_unreconciled += len(doubtful)
+        self._report(
+            f"pushing {len(doubtful)} records again without knowing whether Loki holds them "
+            f"already (each may be visible twice; counted as resent_unreconciled): {why}",
+            "unreconciled",
+        )
+        return list(part)
 
     def _entry(self, record: RecordLike) -> PushEntry:
         return entry_from_record(

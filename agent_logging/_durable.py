@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_logging import _state
 from agent_logging._adoption import Adoption
 from agent_logging._entries import PushEntry, RecordLike
-from agent_logging._loki_client import LokiClient, PushResult
+from agent_logging._loki_client import LokiClient, PushResult, QueriedEntry
 from agent_logging._record_encoder import stream_key
 from agent_logging._ship_child import default_labels
 from agent_logging._ship_process import ProcessShipper
@@ -104,6 +104,14 @@ class _QuietClient:
             return self._client.push_records(
                 records, node_id_label=node_id_label, default_labels=default_labels
             )
+        finally:
+            _pushing.active = False
+
+    def iter_query_range(self, query: str, *, start_ns: int, end_ns: int) -> Iterator[QueriedEntry]:
+        """The client's query (a reconcile's), with the HTTP stack's chatter kept out too."""
+        _pushing.active = True
+        try:
+            yield from self._client.iter_query_range(query, start_ns=start_ns, end_ns=end_ns)
         finally:
             _pushing.active = False
 
@@ -297,6 +305,8 @@ class Durable:
             "retried": shipped.get("retried", 0),
             "dropped": stats.dropped,
             "dead_lettered": shipped.get("dead_lettered", 0),
+            "reconciled": shipped.get("reconciled", 0),
+            "resent_unreconciled": shipped.get("resent_unreconciled", 0),
             "torn": stats.torn,
             "corrupt": stats.corrupt,
             "write_errors": stats.write_errors,
@@ -371,6 +381,8 @@ _UNUSED_HEALTH: Final[dict[str, Any]] = {
     "retried": 0,
     "dropped": 0,
     "dead_lettered": 0,
+    "reconciled": 0,
+    "resent_unreconciled": 0,
     "torn": 0,
     "corrupt": 0,
     "write_errors": 0,

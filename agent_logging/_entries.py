@@ -204,7 +204,8 @@ def entry_from_record(
     ``node_id_label``, ``node_id``; a label the record lacks takes its value from
     ``default_labels``. The identifiers, ``trace_id``, ``span_id`` and ``level`` become
     structured metadata (``node_id`` only when it is not a label, so no name is both). The
-    line is the payload itself, so a resent entry is byte-identical and Loki de-duplicates it.
+    line is the payload itself, so a resent entry is byte-identical: Loki de-duplicates it
+    within one stream, and a reconcile (``_reconcile``) finds it by its timestamp and line.
     A payload that is not a JSON object ships as is under the default labels.
 
     Args:

@@ -6,7 +6,15 @@
 and why a refusal of the request is never taken for a refusal of its entries.
 
 Queries (:meth:`LokiClient.query_range`, :meth:`LokiClient.iter_query_range`) serve
-``agent-logging drain`` and the correlator; they raise :class:`LokiQueryError` on failure.
+``agent-logging drain``, the shipper's reconcile after a crash (``_reconcile``) and the
+correlator; they raise :class:`LokiQueryError` on failure. They ask Loki to keep structured
+metadata apart from the stream labels (``X-Loki-Response-Encoding-Flags: categorize-labels``),
+so an entry's stream is known (:attr:`QueriedEntry.stream`). Two facts of a stock Loki shape
+the paging: a querier's answer larger than gRPC's 4 MiB never reaches the frontend (the query
+times out a minute later, 504), so pages are sized to about :data:`PAGE_BYTES` from the size
+of the entries seen; and Loki shards a fast stream (``__stream_shard__``) and de-duplicates
+within one shard only, so an entry resent into another shard comes back twice:
+:meth:`LokiClient.iter_query_range` yields it once.
 """
 
 from __future__ import annotations
@@ -35,8 +43,10 @@ from agent_logging.errors import AgentLoggingError, ConfigurationError
 
 __all__ = [
     "DEFAULT_QUERY_LIMIT",
+    "PAGE_BYTES",
     "PUSH_PATH",
     "QUERY_RANGE_PATH",
+    "SHARD_LABEL",
     "LokiClient",
     "LokiQueryError",
     "PushResult",
@@ -51,10 +61,35 @@ QUERY_RANGE_PATH: Final = "/loki/api/v1/query_range"
 
 #: Loki's default ``max_entries_limit_per_query``: a larger ``limit`` is refused with a 400.
 DEFAULT_QUERY_LIMIT: Final = 5000
+#: About how large a page of :meth:`LokiClient.iter_query_range` may be: a quarter of gRPC's
+#: default 4 MiB message limit, which a querier's answer must pass to reach Loki's frontend
+#: (5,000 entries of 2 KB, 10 MB, never arrive: the query times out after a minute, 504).
+PAGE_BYTES: Final = 1 << 20
+#: The first page of :meth:`LokiClient.iter_query_range` asks for at most this many entries,
+#: before their size is known (100 lines of up to 40 KB stay under gRPC's limit).
+_FIRST_PAGE_ENTRIES: Final = 100
+#: The label Loki adds to the copies of a stream it shards (``pkg/ingester/instance.go``).
+SHARD_LABEL: Final = "__stream_shard__"
+#: Failures before any byte of a request was sent: Loki stored nothing of it.
+_NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: Asks Loki 3 to keep structured metadata and parsed labels apart from the stream's labels.
+_CATEGORIZE: Final = {"X-Loki-Response-Encoding-Flags": "categorize-labels"}
 
 
 class LokiQueryError(AgentLoggingError):
-    """A query to Loki failed: unreachable, refused (non-2xx), or answered with a bad body."""
+    """A query to Loki failed: unreachable, refused (non-2xx), or answered with a bad body.
+
+    Attributes:
+        status: Loki's HTTP status when it answered non-2xx, else None.
+        unreachable: no connection to Loki could be made (refused, DNS, connect timeout).
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, unreachable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +100,14 @@ class QueriedEntry:
         labels: stream labels merged with the entry's structured metadata (and parsed labels).
         ts_ns: the entry's timestamp, nanoseconds since the UNIX epoch.
         line: the log line.
+        stream: the stream's own labels (``__stream_shard__`` included when Loki sharded it),
+            or None when Loki did not say them apart (before Loki 3).
     """
 
     labels: dict[str, str] = field(hash=False)
     ts_ns: int
     line: str
+    stream: dict[str, str] | None = field(default=None, hash=False, compare=False)
 
 
 def _base_url(url: str) -> str:
@@ -214,10 +252,23 @@ class LokiClient:
         try:
             response = self._http.post(PUSH_PATH, content=body.content, headers=body.headers)
         except httpx.TimeoutException as exc:
-            return PushResult("retry", None, None, f"timeout: {type(exc).__name__}: {exc}")
+            return PushResult(
+                "retry",
+                None,
+                None,
+                f"timeout: {type(exc).__name__}: {exc}",
+                nothing_stored=isinstance(exc, _NOT_SENT),
+            )
         except httpx.RequestError as exc:
             # Refused, reset, DNS, TLS handshake, protocol errors: the network's, so retried.
-            return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
+            # Only a connection never made proves that Loki stored nothing.
+            return PushResult(
+                "retry",
+                None,
+                None,
+                f"{type(exc).__name__}: {exc}",
+                nothing_stored=isinstance(exc, _NOT_SENT),
+            )
         return classify_response(
             response.status_code,
             response.text,
@@ -250,6 +301,17 @@ class LokiClient:
         Raises:
             LokiQueryError: Loki is unreachable, answers non-2xx, or with an unexpected body.
         """
+        return self._query_page(query, start_ns, end_ns, limit, direction)[0]
+
+    def _query_page(
+        self,
+        query: str,
+        start_ns: int,
+        end_ns: int,
+        limit: int,
+        direction: Literal["forward", "backward"],
+    ) -> tuple[list[QueriedEntry], int]:
+        """:meth:`query_range`, and the size of Loki's answer in bytes."""
         params = {
             "query": query,
             "start": str(start_ns),
@@ -258,16 +320,20 @@ class LokiClient:
             "direction": direction,
         }
         try:
-            response = self._http.get(QUERY_RANGE_PATH, params=params)
+            response = self._http.get(QUERY_RANGE_PATH, params=params, headers=_CATEGORIZE)
         except httpx.RequestError as exc:
-            raise LokiQueryError(f"Loki query failed: {type(exc).__name__}: {exc}") from exc
+            raise LokiQueryError(
+                f"Loki query failed: {type(exc).__name__}: {exc}",
+                unreachable=isinstance(exc, _NOT_SENT),
+            ) from exc
         if not 200 <= response.status_code < 300:
             raise LokiQueryError(
-                f"Loki query failed: HTTP {response.status_code}: {clip_reason(response.text)}"
+                f"Loki query failed: HTTP {response.status_code}: {clip_reason(response.text)}",
+                status=response.status_code,
             )
         entries = _parse_streams(response.content)
         entries.sort(key=_ts_key, reverse=direction == "backward")
-        return entries
+        return entries, len(response.content)
 
     def iter_query_range(
         self,
@@ -276,56 +342,64 @@ class LokiClient:
         start_ns: int,
         end_ns: int,
         page_limit: int = DEFAULT_QUERY_LIMIT,
+        page_bytes: int = PAGE_BYTES,
     ) -> Iterator[QueriedEntry]:
         """Yield every entry of a window, oldest first, fetching it page by page.
 
         Each next page starts at the last timestamp seen (inclusive, since more entries may
-        share it) and entries already yielded at that boundary are skipped, so every entry is
+        share it) and entries already yielded at that timestamp are skipped, so every entry is
         yielded once. Identical entries (same stream, timestamp and line) are one entry to
-        Loki, which de-duplicates them at ingestion.
+        Loki, which de-duplicates them at ingestion, within one stream; an entry stored in two
+        shards of a stream (streams that differ only by ``__stream_shard__``, an entry resent
+        after Loki sharded its stream) is yielded once too.
+
+        The first page asks for at most 100 entries; later ones for as many as should come to
+        about ``page_bytes`` of answer, judging by the entries seen so far (see
+        :data:`PAGE_BYTES`), never more than ``page_limit``.
 
         Args:
             query: a LogQL log query.
             start_ns: window start, inclusive.
             end_ns: window end, exclusive.
-            page_limit: entries per request.
+            page_limit: most entries per request.
+            page_bytes: about how large an answer to ask for.
 
         Yields:
             The entries in timestamp order.
 
         Raises:
-            LokiQueryError: a page failed, or a whole page of ``page_limit`` entries shares one
-                timestamp (paging by time cannot get past them; raise ``page_limit``).
+            LokiQueryError: a page failed, or ``page_limit`` entries share one timestamp
+                (paging by time cannot get past them; raise ``page_limit``).
         """
         cursor = start_ns
-        boundary: set[tuple[int, str, tuple[tuple[str, str], ...]]] = set()
+        limit = min(page_limit, _FIRST_PAGE_ENTRIES)
+        seen_ts: int | None = None
+        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # yielded at seen_ts
         while True:
-            page = self.query_range(
-                query, start_ns=cursor, end_ns=end_ns, limit=page_limit, direction="forward"
-            )
+            page, size = self._query_page(query, cursor, end_ns, limit, "forward")
             fresh = False
             for entry in page:
-                key = (entry.ts_ns, entry.line, tuple(sorted(entry.labels.items())))
-                if entry.ts_ns == cursor and key in boundary:
+                if entry.ts_ns != seen_ts:
+                    seen_ts, seen = entry.ts_ns, set()
+                key = (entry.line, _unsharded(entry.labels))
+                if key in seen:
                     continue
+                seen.add(key)
                 fresh = True
                 yield entry
-            if len(page) < page_limit:
+            if len(page) < limit:
                 return
             last_ts = page[-1].ts_ns
             if last_ts == cursor and not fresh:
+                if limit < page_limit:
+                    limit = min(page_limit, limit * 4)  # a crowd at one timestamp: wider
+                    continue
                 raise LokiQueryError(
                     f"{page_limit} or more entries share timestamp {cursor}; "
                     "paging by time cannot pass them: raise page_limit"
                 )
-            if last_ts != cursor:
-                boundary = set()
-            boundary.update(
-                (e.ts_ns, e.line, tuple(sorted(e.labels.items())))
-                for e in page
-                if e.ts_ns == last_ts
-            )
             cursor = last_ts
+            limit = max(1, min(page_limit, page_bytes * len(page) // max(1, size)))
 
     def after_fork_in_child(self) -> None:
         """In a forked child: start a fresh connection pool, abandoning the parent's.
@@ -351,12 +425,18 @@ def _ts_key(entry: QueriedEntry) -> int:
     return entry.ts_ns
 
 
+def _unsharded(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Labels as a key that is the same in every shard of a stream."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k != SHARD_LABEL))
+
+
 def _parse_streams(content: bytes) -> list[QueriedEntry]:
     """The entries of a ``query_range`` streams response.
 
     Loki 3 puts structured metadata into the stream labels unless asked to categorize
     labels; then each value carries a third element ``{"structuredMetadata": {...},
-    "parsed": {...}}``. Both forms give the same merged labels here.
+    "parsed": {...}}``, and ``encodingFlags`` says so. Both forms give the same merged
+    labels here; only the second tells the stream's own labels.
     """
     try:
         document = orjson.loads(content)
@@ -365,15 +445,17 @@ def _parse_streams(content: bytes) -> list[QueriedEntry]:
             raise LokiQueryError(
                 f"Loki answered a {data['resultType']!r} result; use a log query, not a metric one"
             )
+        categorized = "categorize-labels" in (data.get("encodingFlags") or ())
         entries = []
         for stream in data["result"]:
             labels = dict(stream["stream"])
+            own = labels if categorized else None
             for value in stream["values"]:
                 merged = dict(labels)
                 if len(value) > 2 and value[2]:
                     for category in ("structuredMetadata", "parsed"):
                         merged.update(value[2].get(category) or {})
-                entries.append(QueriedEntry(merged, int(value[0]), value[1]))
+                entries.append(QueriedEntry(merged, int(value[0]), value[1], own))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise LokiQueryError(f"Loki answered a query with an unexpected body: {exc!r}") from exc
     return entries

@@ -77,6 +77,10 @@ _ENTRY_REFUSALS: Final = (
     "error parsing labels",  # invalid_labels
 )
 
+# Loki's distributor refusing a whole push for the tenant's ingestion rate limit
+# (``validation.RateLimitedErrorMsg``), before storing any of it; compared in lower case.
+_TENANT_RATE_LIMITED: Final = "ingestion rate limit exceeded for user"
+
 # Loki's error bodies are one line; a proxy's HTML page can be long. Reasons stay readable.
 _MAX_REASON_CHARS: Final = 1024
 _HTML_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
@@ -96,12 +100,18 @@ class PushResult:
         status: the HTTP status, or None when no response arrived.
         retry_after_s: Loki's ``Retry-After``, in seconds, when it sent one.
         reason: why, in words; Loki's own message for refusals.
+        nothing_stored: certainly none of the entries is in Loki: the connection was never
+            made, or the whole request was refused (credentials, URL, size, the tenant's
+            ingestion rate limit). False when some may be (a timeout, a reset, a 5xx, a 429
+            or 400 refusing some entries only): they must not be pushed again unreconciled
+            (``_reconcile``).
     """
 
     outcome: Outcome
     status: int | None
     retry_after_s: float | None
     reason: str
+    nothing_stored: bool = False
 
 
 def parse_retry_after(value: str | None, *, now_unix_s: float) -> float | None:
@@ -192,7 +202,11 @@ def classify_response(
         # 408/429/5xx are transient by definition; 1xx/3xx mean a proxy or URL problem, which
         # is ours to fix, so the data waits in the spool rather than being dropped.
         reason = f"HTTP {status}: {text}" if text else f"HTTP {status}"
-        return PushResult("retry", status, delay, reason)
+        # The tenant's rate limit refuses the whole push before anything is stored; a 3xx
+        # never reached Loki. A 5xx, a 408 or another 429 (a stream's own limit) may have
+        # stored some of it.
+        whole = (status == 429 and _TENANT_RATE_LIMITED in text.lower()) or 300 <= status < 400
+        return PushResult("retry", status, delay, reason, nothing_stored=whole)
     if status == 400 and is_entry_refusal(text):
         return PushResult("reject", status, delay, text)
     # A 4xx about the request (credentials, tenant, URL, scheme, method, body size or
@@ -200,4 +214,6 @@ def classify_response(
     # it would only dead-letter every entry one by one. Kept for retry instead.
     explanation = _REQUEST_REFUSED.get(status, _OTHER_REQUEST_REFUSED)
     reason = f"HTTP {status}: {explanation}; entries kept for retry"
-    return PushResult("retry", status, delay, f"{reason}: {text}" if text else reason)
+    return PushResult(
+        "retry", status, delay, f"{reason}: {text}" if text else reason, nothing_stored=True
+    )

@@ -77,6 +77,11 @@ class Channel:
         #: Extra fields for every message sent (the shipper's stats).
         self.stamp: Callable[[], dict[str, Any]] = dict
 
+    @property
+    def closed(self) -> bool:
+        """Whether the owner's side has ended (its stdin closed)."""
+        return self._closed
+
     def send(self, op: str, **fields: Any) -> None:
         """Send a one-way message."""
         message = {"op": op, **fields, **self.stamp()}
@@ -148,10 +153,13 @@ class RemoteSpool:
     anything itself, so the owner sees reports in order.
     """
 
-    def __init__(self, channel: Channel, wake_bytes: int) -> None:
+    def __init__(self, channel: Channel, wake_bytes: int, directory: Path | None = None) -> None:
         self._channel = channel
         self.wake = threading.Event()
         self.wake_bytes = wake_bytes
+        #: The spool directory: the shipper writes ``in-flight`` there before each push
+        #: (``_reconcile``), itself, so that it is on disk before the push begins.
+        self.directory = directory
         # The owner's unacknowledged bytes as last told, less what was acknowledged since.
         self._pending = 0
         self._ahead: _ReadAhead | None = None
@@ -166,6 +174,10 @@ class RemoteSpool:
     def peek_batch(
         self, *, max_records: int = 10_000, max_bytes: int = 1 << 20
     ) -> RemoteBatch | None:
+        if self._channel.closed:
+            # The owner is gone, perhaps killed: a successor may be reconciling this spool
+            # with Loki, and a batch read ahead must not be pushed behind its back.
+            raise SpoolError("the spool's owner is gone")
         ahead, self._ahead = self._ahead, None
         batch = ahead.take(self._acked_end) if ahead is not None else None
         if batch is None:
@@ -297,6 +309,7 @@ def config_for(settings: Settings, wake_bytes: int, dead_letter_path: Path) -> d
         "batch_interval_s": settings.batch_interval_s,
         "wake_bytes": wake_bytes,
         "dead_letter_path": str(dead_letter_path),
+        "spool_dir": str(dead_letter_path.parent),
         "node_id_label": settings.node_id_label,
         "default_labels": default_labels(settings),
     }
@@ -314,7 +327,8 @@ def _shipper(
         ca_bundle=config["ca_bundle"],
         encoding=config["encoding"],
     )
-    spool = RemoteSpool(channel, config["wake_bytes"])
+    spool_dir = config.get("spool_dir")
+    spool = RemoteSpool(channel, config["wake_bytes"], Path(spool_dir) if spool_dir else None)
     shipper = Shipper(
         spool,
         client,

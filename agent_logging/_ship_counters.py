@@ -20,7 +20,15 @@ from agent_logging._shipper import ShipperStats
 __all__ = ["ShipCounters"]
 
 #: The counters that add up across children.
-_SUMMED: Final = ("batches_sent", "records_sent", "bytes_sent", "retried", "dead_lettered")
+_SUMMED: Final = (
+    "batches_sent",
+    "records_sent",
+    "bytes_sent",
+    "retried",
+    "dead_lettered",
+    "reconciled",
+    "resent_unreconciled",
+)
 
 
 def _none() -> dict[str, Any]:
@@ -35,6 +43,8 @@ def _none() -> dict[str, Any]:
         "last_error_unix_s": None,
         "last_success_unix_s": None,
         "consecutive_failures": 0,
+        "reconciled": 0,
+        "resent_unreconciled": 0,
     }
 
 

@@ -36,7 +36,9 @@ per line:
   waiting), ``flush`` (ship everything now) and ``stop``.
 
 Failure. The child ends when its stdin ends, so it never outlives the service, however the
-service dies; what it had not reported stays spooled and is shipped again (Loki de-duplicates).
+service dies; what it had not reported stays spooled, and the next shipper reconciles it with
+Loki before pushing any of it again: the child writes ``in-flight`` itself before each push
+(``_reconcile``), and once its owner is gone it starts no other batch.
 When the child dies, it is started again after a backoff (1 s, doubling to 30 s), and the
 death is reported. A flush or shutdown while no child runs ships from this process, through
 the thread shipper it keeps for that. If no child can be started at all (no usable

@@ -11,8 +11,10 @@ rather than the interval, for as long as the load keeps at least an eighth of a 
 coming per linger: batches stay large, and the last records of a burst wait no longer than
 that. :meth:`Shipper.flush`, :meth:`Shipper.stop` and spools that cannot say how much is
 pending (no ``pending_bytes``) ship until the spool is empty. Nothing leaves the spool before a 2xx
-(or a dead-letter write), so delivery is at-least-once and a crash costs only resends, which
-Loki de-duplicates (same stream, timestamp and line).
+(or a dead-letter write), so delivery is at-least-once on the wire; and exactly once as a query
+sees it, since only the batch in flight at a crash (or at a failure of unknown outcome) can be
+pushed again, and only what a reconcile with Loki does not find of it is (``_reconcile``: Loki
+de-duplicates within one stream only, and shards fast streams).
 
 Retryable failures are retried forever with jittered exponential backoff; entries Loki
 refuses are bisected out and dead-lettered, each once; a body too large (413) is halved. How
@@ -30,6 +32,8 @@ from typing import Any, Final, TypedDict
 
 from agent_logging._dead_letter import DEAD_LETTER_MAX_BYTES
 from agent_logging._delivery import BatchDelivery, PushClient, SpoolLike, _Delivery
+from agent_logging._reconcile import InDoubt
+from agent_logging._segments import SpoolPosition
 from agent_logging.errors import ConfigurationError
 
 __all__ = [
@@ -77,6 +81,8 @@ class ShipperStats(TypedDict):
     last_error_unix_s: float | None
     last_success_unix_s: float | None
     consecutive_failures: int
+    reconciled: int
+    resent_unreconciled: int
 
 
 def _wait_event(event: threading.Event, timeout_s: float) -> bool:
@@ -179,6 +185,13 @@ class Shipper(BatchDelivery):
         self._last_error_unix_s: float | None = None
         self._last_success_unix_s: float | None = None
         self._consecutive_failures = 0
+        self._reconciled = 0
+        self._resent_unreconciled = 0
+        directory = getattr(spool, "directory", None)
+        self._doubt = InDoubt(Path(directory) if directory is not None else None, wall_clock, clock)
+        self._batch_end = None
+        self._ship_halt = None
+        self._ship_deadline = None
         #: True while the thread reads, pushes or acknowledges a batch, and not while it
         #: waits for records or backs off (read without a lock by logging threads: the
         #: durable sink gives the shipper a turn at the GIL then, see ``_durable``).
@@ -319,7 +332,10 @@ class Shipper(BatchDelivery):
             ``batches_sent``, ``records_sent``, ``bytes_sent`` (record bytes of successful
             pushes), ``retried`` (retryable failures), ``dead_lettered``, ``last_status``,
             ``last_error``, ``last_error_unix_s``, ``last_success_unix_s``,
-            ``consecutive_failures``.
+            ``consecutive_failures``, ``reconciled`` (records that may have reached Loki
+            before, found there by a reconcile, and not pushed again) and
+            ``resent_unreconciled`` (records pushed again without knowing whether Loki held
+            them: each may be visible twice; see ``_reconcile``).
         """
         with self._stats_lock:
             return {
@@ -333,6 +349,8 @@ class Shipper(BatchDelivery):
                 "last_error_unix_s": self._last_error_unix_s,
                 "last_success_unix_s": self._last_success_unix_s,
                 "consecutive_failures": self._consecutive_failures,
+                "reconciled": self._reconciled,
+                "resent_unreconciled": self._resent_unreconciled,
             }
 
     # -- the loop --------------------------------------------------------------------------
@@ -413,6 +431,12 @@ class Shipper(BatchDelivery):
                 )
                 if batch is None:
                     return None
+                # Records that a previous process's push may have carried are in doubt, and
+                # every push records how far this one may reach (``_reconcile``).
+                self._doubt.note_batch(batch)
+                end = getattr(batch, "end", None)
+                self._batch_end = SpoolPosition(*end) if isinstance(end, tuple) else None
+                self._ship_halt, self._ship_deadline = halt, deadline
                 outcome, done = self._deliver(
                     batch.records,
                     deadline,
@@ -421,6 +445,7 @@ class Shipper(BatchDelivery):
                 )
                 if outcome is _Delivery.DONE:
                     self._spool.ack(batch)
+                    self._doubt.acked(batch)
                     acked = len(batch.records)
                 elif done:
                     acked = self._ack_done_part(batch.records, done)

@@ -1,8 +1,9 @@
 """Where spools live: a service's spool directory under ``spool_dir``, and what is in it.
 
 A spool directory is ``<spool_dir>/<service>/`` (``<service>.<pid>/`` when another live
-process holds that one): a ``lock`` file, ``seg-*.spool`` segments, ``acked``, and the
-dead-letter files of entries Loki refused. The durable sink (``_durable``) opens its own and
+process holds that one): a ``lock`` file, ``seg-*.spool`` segments, ``acked``, ``in-flight``
+(how far records may have reached Loki, ``_reconcile``), and the dead-letter files of entries
+Loki refused. The durable sink (``_durable``) opens its own and
 adopts orphans; ``agent-logging status`` and ``drain`` (``_cli``, ``_drain``) find them and
 read them from outside (:func:`spooled_records`, :func:`live_owner_pid`: unlike
 ``_spool_lock.owner_pid``, None when no live process holds the lock), their owner alive or not.
@@ -42,7 +43,7 @@ DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: The files a spool directory consists of (see ``_spool``); removing an emptied orphan
 #: deletes only these, so a directory holding anything else is never removed.
-_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp")
+_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp|in-flight")
 
 
 def is_spool_dir(path: Path) -> bool:

@@ -9,11 +9,12 @@ interval while a logging thread keeps the GIL) and the sealed ones with ``os.pre
 to the size the writer has committed (tracked in memory under the lock), so it never sees half
 a frame of this process. A batch never spans two segments (it keeps acks, counts and deletion
 per segment simple; with 8 MiB segments and 1 MiB batches the cost is one short batch per
-segment). An ack rewrites ``acked`` (write to ``acked.tmp`` + ``os.replace``, no fsync: a lost
-ack file only means a resend, which Loki de-duplicates because the entry keeps its timestamp
-and line) and deletes a segment once all of it is acknowledged, never before. Memory holds at
-most one batch: segments are tracked as counts, and reads go through a window of about
-``max_bytes``.
+segment). An ack rewrites ``acked`` (write to ``acked.tmp`` + ``os.replace``, no fsync: after a
+power loss an older ack file means a resend, which Loki does not always de-duplicate; after a
+kill of the process it is intact, and only the batch in flight is in doubt, reconciled with Loki
+before anything of it is pushed again, ``_reconcile``) and deletes a segment once all of it
+is acknowledged, never before. Memory holds at most one batch: segments are tracked as
+counts, and reads go through a window of about ``max_bytes``.
 
 Costs, measured as in ``_spool``'s module doc: ``peek_batch`` + ``ack`` of 1 MiB batches, fsync
 included, cost about 4 µs per record on a loaded machine (``python -m benchmarks.ship``'s

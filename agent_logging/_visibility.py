@@ -1,7 +1,9 @@
 """What ``agent-logging drain`` must find in Loki, and the ``query_range`` check that it does.
 
 A record is known to Loki by its stream, its timestamp and its line: Loki de-duplicates on
-exactly these, so a record shipped twice is one entry. :func:`collect` keys every spooled
+exactly these, within one stream; a record stored in two shards of its stream (the same labels
+but ``__stream_shard__``) is one entry here too: the keys are per selector, which matches every
+shard. :func:`collect` keys every spooled
 record that way (:class:`Expected`), :func:`dead_letters` the records of the spools'
 dead-letter files (entries Loki refused), and :func:`verify` queries Loki, window by window,
 until each is seen or the deadline passes. Streams are keyed by ``service_name``, ``layer``

@@ -236,9 +236,12 @@ class _CountingSink:
 
 def _serve(argv: list[str]) -> int:
     """The child side of :class:`LokiProcess`: serve and answer commands until stdin ends."""
-    from tests.lokisim import LokiServer
+    from tests.lokisim import Limits, LokiServer
 
-    server: Any = _CountingSink() if "--sink" in argv else LokiServer().start()
+    # The test server's throughput is measured, not a stock Loki's tenant: its ingestion rate
+    # limit (4 MiB/s, like Loki's default) is lifted. Streams are still sharded.
+    unlimited = Limits(ingestion_rate_mb=1e6, ingestion_burst_size_mb=1e6)
+    server: Any = _CountingSink() if "--sink" in argv else LokiServer(limits=unlimited).start()
     # As ``python -m tests.lokisim`` does: what start-up allocated never needs a GC pass.
     gc.freeze()
     print(f"listening on {server.url}", flush=True)

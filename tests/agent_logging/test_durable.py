@@ -417,7 +417,7 @@ def test_a_poison_entry_is_dead_lettered_and_its_batch_mates_delivered(tmp_path:
     letter = orjson.loads(letters[0])
     assert orjson.loads(letter["line"])["seq"] == 3
     assert letter["status"] == 400
-    assert letter["reason"].startswith("Max entry size '1024' bytes exceeded for stream")
+    assert letter["reason"].startswith("max entry size '1024' bytes exceeded for stream")
     assert letter["labels"] == {"env": "test", "layer": "node", "service_name": "svc"}
 
 

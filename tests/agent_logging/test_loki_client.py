@@ -125,6 +125,18 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
     assert seen[0].headers["Authorization"] == authorization
 
 
+# Loki 3.7's own texts (pkg/validation/validate.go, pkg/ingester/stream.go).
+TENANT_LIMITED = (
+    "ingestion rate limit exceeded for user fake (limit: 4194304 bytes/sec) while attempting to "
+    "ingest '7000' lines totaling '7042000' bytes, reduce log volume or contact your Loki "
+    "administrator to see if the limit can be increased"
+)
+STREAM_LIMITED = (
+    "entry with timestamp 2026-11-29 00:54:03 +0000 UTC ignored, reason: 'Per stream rate limit "
+    "exceeded (limit: 3MB/sec) while attempting to ingest for stream"
+)
+
+
 @pytest.mark.parametrize(
     ("response", "expected"),
     [
@@ -147,7 +159,7 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
         pytest.param(httpx.Response(408), PushResult("retry", 408, None, "HTTP 408"), id="408"),
         pytest.param(
             httpx.Response(302, headers={"Location": "/login"}),
-            PushResult("retry", 302, None, "HTTP 302"),
+            PushResult("retry", 302, None, "HTTP 302", nothing_stored=True),
             id="redirect",
         ),
         pytest.param(
@@ -157,6 +169,7 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
                 401,
                 None,
                 "HTTP 401: Loki refused our credentials; entries kept for retry: no org id",
+                nothing_stored=True,
             ),
             id="401",
         ),
@@ -167,6 +180,7 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
                 403,
                 None,
                 "HTTP 403: Loki refused our credentials or tenant; entries kept for retry",
+                nothing_stored=True,
             ),
             id="403",
         ),
@@ -178,6 +192,7 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
                 None,
                 "HTTP 404: no Loki push endpoint at this URL; entries kept for retry: "
                 "404 page not found",
+                nothing_stored=True,
             ),
             id="404",
         ),
@@ -194,13 +209,30 @@ def test_push_auth_headers(kwargs: dict[str, object], authorization: str) -> Non
                 None,
                 "HTTP 413: the push body is over a size limit of Loki or of a proxy in front "
                 "of it; entries kept for retry: request body too large",
+                nothing_stored=True,
             ),
             id="413",
         ),
         pytest.param(
             httpx.Response(422),
-            PushResult("retry", 422, None, f"HTTP 422: {REQUEST_REFUSED}; entries kept for retry"),
+            PushResult(
+                "retry",
+                422,
+                None,
+                f"HTTP 422: {REQUEST_REFUSED}; entries kept for retry",
+                nothing_stored=True,
+            ),
             id="422",
+        ),
+        pytest.param(
+            httpx.Response(429, text=f"{TENANT_LIMITED}\n"),
+            PushResult("retry", 429, None, f"HTTP 429: {TENANT_LIMITED}", nothing_stored=True),
+            id="429-tenant-limit-stores-nothing",
+        ),
+        pytest.param(
+            httpx.Response(429, text=f"{STREAM_LIMITED}\n"),
+            PushResult("retry", 429, None, f"HTTP 429: {STREAM_LIMITED}"),
+            id="429-stream-limit-may-store-some",
         ),
     ],
 )
@@ -260,7 +292,8 @@ def test_push_status_outcomes(response: httpx.Response, expected: PushResult) ->
 def test_refusals_of_the_request_are_retried(status: int, body: str, reason: str) -> None:
     result = classify_response(status, body, None, now_unix_s=NOW)
 
-    assert result == PushResult("retry", status, None, reason)
+    # A refusal of the whole request stores nothing: no reconcile is needed before a retry.
+    assert result == PushResult("retry", status, None, reason, nothing_stored=True)
 
 
 @pytest.mark.parametrize(
@@ -549,3 +582,46 @@ def test_iter_query_range_too_many_at_one_timestamp() -> None:
         pages = client.iter_query_range('{s="x"}', start_ns=10, end_ns=11, page_limit=2)
         with pytest.raises(LokiQueryError, match="2 or more entries share timestamp 10"):
             list(pages)
+
+
+def test_iter_query_range_yields_an_entry_stored_in_two_shards_once() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        shard = {"service_name": "svc"}
+        streams = [
+            {"stream": {**shard, "__stream_shard__": "0"}, "values": [["5", "a"], ["7", "b"]]},
+            {"stream": {**shard, "__stream_shard__": "1"}, "values": [["6", "c"]]},
+            {"stream": shard, "values": [["5", "a"], ["6", "c"], ["6", "d"]]},
+        ]
+        data = {"resultType": "streams", "encodingFlags": ["categorize-labels"], "result": streams}
+        return httpx.Response(200, json={"status": "success", "data": data})
+
+    transport = httpx.MockTransport(handler)
+    with LokiClient("http://loki.test", transport=transport) as client:
+        entries: list[QueriedEntry] = list(
+            client.iter_query_range('{service_name="svc"}', start_ns=0, end_ns=10)
+        )
+    assert [(e.ts_ns, e.line) for e in entries] == [(5, "a"), (6, "c"), (6, "d"), (7, "b")]
+    assert entries[0].stream == {"service_name": "svc", "__stream_shard__": "0"}
+
+
+def test_iter_query_range_sizes_pages_to_about_page_bytes() -> None:
+    """A first page of 100 entries, then pages that should come to about ``page_bytes``:
+    Loki cannot send an answer over gRPC's 4 MiB (5,000 lines of 2 KB never arrive)."""
+    stored = [(ts, f"{ts:04d}" + "x" * 996) for ts in range(1, 1001)]  # 1 KB lines
+    limits: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        start, end, limit = int(params["start"]), int(params["end"]), int(params["limit"])
+        limits.append(limit)
+        page = [(ts, line) for ts, line in stored if start <= ts < end][:limit]
+        return streams_response({"stream": {"s": "x"}, "values": [[str(t), v] for t, v in page]})
+
+    with mock_client(handler) as client:
+        found = list(
+            client.iter_query_range('{s="x"}', start_ns=0, end_ns=2000, page_bytes=200_000)
+        )
+
+    assert [e.ts_ns for e in found] == list(range(1, 1001))
+    assert limits[0] == 100
+    assert all(180 <= limit <= 200 for limit in limits[1:])  # 200 KB of ~1 KB entries

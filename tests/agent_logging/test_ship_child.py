@@ -23,6 +23,8 @@ from tests.agent_logging.test_spool import FRAME, SMALL, fill, rec
 class LocalChannel:
     """The owner in this process. Clear :attr:`read_ahead` to hold read-ahead plans back."""
 
+    closed = False  # the owner is here for good
+
     def __init__(self, spool: Spool) -> None:
         self.spool = spool
         self.read_ahead = threading.Event()

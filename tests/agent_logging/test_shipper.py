@@ -112,8 +112,11 @@ class FakeLoki:
     pushes: list[list[str]] = field(default_factory=list)
     stored: dict[tuple[str, int, str], None] = field(default_factory=dict)
     received: threading.Event = field(default_factory=threading.Event)
+    queries: list[httpx.Request] = field(default_factory=list)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/loki/api/v1/query_range":
+            return self.query(request)
         body = orjson.loads(request.content)
         entries = [
             (orjson.dumps(stream["stream"], option=orjson.OPT_SORT_KEYS).decode(), int(v[0]), v[1])
@@ -137,6 +140,17 @@ class FakeLoki:
                 400, text=f"Max entry size '100' bytes exceeded for stream '{refused[0][0]}'"
             )
         return httpx.Response(204)
+
+    def query(self, request: httpx.Request) -> httpx.Response:
+        """``query_range`` over what is stored (a reconcile's), whatever the selector."""
+        self.queries.append(request)
+        params = request.url.params
+        start, end = int(params["start"]), int(params["end"])
+        found = sorted((ts, line) for _, ts, line in self.stored if start <= ts < end)
+        values = [[str(ts), line] for ts, line in found[: int(params["limit"])]]
+        result = [{"stream": LABELS, "values": values}] if values else []
+        data = {"resultType": "streams", "result": result}
+        return httpx.Response(200, json={"status": "success", "data": data})
 
     @property
     def lines(self) -> list[str]:
@@ -271,6 +285,8 @@ def test_ships_and_acks(
         "last_error_unix_s": None,
         "last_success_unix_s": WALL,
         "consecutive_failures": 0,
+        "reconciled": 0,
+        "resent_unreconciled": 0,
     }
 
 
@@ -425,16 +441,26 @@ def test_whole_batch_retry_peeks_again_and_picks_up_new_records(
 
 
 @pytest.mark.parametrize(
-    "fault",
+    ("fault", "waits", "queries"),
     [
-        httpx.ReadTimeout("timed out"),
-        httpx.ConnectTimeout("timed out"),
-        httpx.ConnectError("[Errno 111] Connection refused"),
-        httpx.RemoteProtocolError("Server disconnected without sending a response."),
+        # Sent, no answer: Loki may have stored it, and may still be storing it. Before each
+        # retry the shipper waits until SETTLE_S (1 s) has passed since that push began, then
+        # asks Loki what it holds of it (nothing here).
+        (httpx.ReadTimeout("timed out"), [0.5, 0.5, 1.0], 2),
+        (
+            httpx.RemoteProtocolError("Server disconnected without sending a response."),
+            [0.5, 0.5, 1.0],
+            2,
+        ),
+        # Never connected: nothing can be in Loki, nothing to ask.
+        (httpx.ConnectTimeout("timed out"), [0.5, 1.0], 0),
+        (httpx.ConnectError("[Errno 111] Connection refused"), [0.5, 1.0], 0),
     ],
 )
 def test_network_faults_are_retried(
     fault: Exception,
+    waits: list[float],
+    queries: int,
     spool: FakeSpool,
     fake_loki: FakeLoki,
     fake_time: FakeTime,
@@ -447,8 +473,10 @@ def test_network_faults_are_retried(
     assert shipper.ship_pending(100.0)
 
     assert fake_loki.lines == lines
-    assert fake_time.waits == [0.5, 1.0]
+    assert fake_time.waits == waits
+    assert len(fake_loki.queries) == queries
     assert shipper.stats()["retried"] == 2
+    assert shipper.stats()["reconciled"] == 0
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])
@@ -617,9 +645,13 @@ def test_poison_entry_is_dead_lettered_and_its_batch_mates_delivered(
 
     assert shipper.ship_pending(100.0)
 
-    # [0..4] refused; [0,1] ok; [2,3,4] refused; [2] refused -> dead letter; [3,4] ok.
-    assert fake_loki.push_sizes == [5, 2, 3, 1, 2]
+    # [0..4] refused, the rest stored: each part of the split first asks Loki what it holds
+    # (a reconcile) and pushes only the rest. [0,1]: held, not pushed again; [2,3,4]: only
+    # [2] pushed, refused; [2]: refused -> dead letter; [3,4]: held.
+    assert fake_loki.push_sizes == [5, 1, 1]
     assert fake_loki.lines == lines[:2] + lines[3:]
+    assert len(fake_loki.queries) == 3
+    assert shipper.stats()["reconciled"] == 4
     assert spool.stats().records == 0
     stream = '{"env":"test","layer":"node","service_name":"svc"}'
     reason = f"Max entry size '100' bytes exceeded for stream '{stream}'"
@@ -666,14 +698,22 @@ def test_retry_in_the_middle_of_a_split_resends_only_that_part(
     tmp_path: Path,
     make_shipper: Callable[..., Shipper],
 ) -> None:
-    lines = fill(spool, 4, poison=(3,))
+    lines = fill(spool, 4, poison=(1, 3))
     fake_loki.script = {1: httpx.Response(503)}
 
     assert make_shipper(spool).ship_pending(100.0)
 
-    assert fake_loki.pushes == [lines, lines[:2], lines[:2], lines[2:], lines[2:3], lines[3:]]
+    # [0..3] refused ([0, 2] stored); [0, 1] pushes [1] alone (Loki holds [0]): 503, retried
+    # after the backoff (Loki answered: no need to wait for it to settle) as [1] again.
+    assert fake_loki.pushes[:3] == [lines, lines[1:2], lines[1:2]]
+    resent = [line for push in fake_loki.pushes[1:] for line in push]
+    assert lines[0] not in resent
+    assert lines[2] not in resent
     assert fake_time.waits == [0.5]
-    assert [d["line"] for d in dead_letters(tmp_path / "dead" / "letters.jsonl")] == [lines[3]]
+    assert [d["line"] for d in dead_letters(tmp_path / "dead" / "letters.jsonl")] == [
+        lines[1],
+        lines[3],
+    ]
 
 
 def test_dead_letter_file_rotates_at_its_cap(
@@ -1094,7 +1134,7 @@ def test_line_too_long_is_dead_lettered_with_lokis_reason(tmp_path: Path) -> Non
             assert stored == sorted(d.decode() for i, (_, d) in enumerate(records) if i != 1)
             (letter,) = dead_letters(tmp_path / "dl.jsonl")
             assert (letter["ts_ns"], letter["status"]) == (long_ts, 400)
-            assert letter["reason"].startswith("Max entry size '300' bytes exceeded")
+            assert letter["reason"].startswith("max entry size '300' bytes exceeded")
             assert spool.stats().records == 0
         finally:
             spool.close()
@@ -1118,8 +1158,8 @@ def sim_options(tmp_path: Path, fake_time: FakeTime, errors: list[str]) -> dict[
 
 
 def pushes_seen(server: LokiServer) -> list[tuple[int, int]]:
-    """Each push request's status and how many entries it carried."""
-    return [(r.status, r.entries_in_body) for r in server.requests]
+    """Each push request's status and how many entries it carried (queries left out)."""
+    return [(r.status, r.entries_in_body) for r in server.requests if r.method == "POST"]
 
 
 def spool_all(spool: Spool, records: list[tuple[int, bytes]]) -> None:
@@ -1261,7 +1301,9 @@ class EveryRefusalRejects:
     def push(self, entries: Any) -> PushResult:
         result = self.inner.push(entries)
         if result.outcome == "retry" and result.status == 400:
-            return PushResult("reject", 400, None, result.reason.rpartition("retry: ")[2])
+            reason = result.reason.rpartition("retry: ")[2]
+            # What it knew of the answer stays: the whole request was refused, nothing stored.
+            return PushResult("reject", 400, None, reason, nothing_stored=result.nothing_stored)
         return result
 
     def after_fork_in_child(self) -> None:
@@ -1304,6 +1346,7 @@ def test_a_split_cut_short_does_not_dead_letter_an_entry_twice(
 ) -> None:
     records = now_payloads(4)
     records[0] = (records[0][0], payload(0, padding="x" * 400))
+    records[2] = (records[2][0], payload(2, padding="x" * 400))
     with LokiServer(limits=Limits(max_line_size=300)) as server, LokiClient(server.url) as client:
 
         def on_error(message: str) -> None:
@@ -1321,27 +1364,33 @@ def test_a_split_cut_short_does_not_dead_letter_an_entry_twice(
 
             assert slow.ship_pending(1.0) is False
 
-            assert pushes_seen(server) == [(400, 4), (400, 2), (400, 1), (503, 1)]
-            # The dead-lettered entry left the spool with its split's delivered part (none).
-            assert spool.stats().records == 3
+            # [0..3] refused ([1] and [3] stored); [0, 1]: Loki holds [1], [0] pushed alone,
+            # refused; [0]: dead letter; [1]: held; [2, 3]: [2] pushed alone: 503, cut short.
+            assert pushes_seen(server) == [(400, 4), (400, 1), (400, 1), (503, 1)]
+            # The dead-lettered entry left the spool with its split's delivered part.
+            assert spool.stats().records == 2
         finally:
             spool.close()
 
-        # The next process, opening the spool, ships the rest.
+        # The next process, opening the spool, finds [3] in Loki already (in-flight says it
+        # may be) and dead-letters [2].
         spool = Spool.open(tmp_path / "spool")
         try:
-            assert spool.stats().records == 3
+            assert spool.stats().records == 2
             assert Shipper(spool, client, **options).ship_pending(10.0)
             assert spool.stats().records == 0
         finally:
             spool.close()
 
-        assert pushes_seen(server)[4:] == [(204, 3)]
+        assert pushes_seen(server)[4:] == [(400, 1), (400, 1)]
         assert sorted(e.line for e in server.entries()) == sorted(
-            d.decode() for _, d in records[1:]
+            d.decode() for i, (_, d) in enumerate(records) if i in (1, 3)
         )
-    (letter,) = dead_letters(tmp_path / "dl.jsonl")
-    assert letter["line"] == records[0][1].decode()
+    letters = dead_letters(tmp_path / "dl.jsonl")
+    assert [letter["line"] for letter in letters] == [
+        records[0][1].decode(),
+        records[2][1].decode(),
+    ]
     assert slow.stats()["dead_lettered"] == 1
 
 
@@ -1351,18 +1400,23 @@ def test_a_split_cut_short_acks_the_part_delivered_and_dead_lettered(
     tmp_path: Path,
     make_shipper: Callable[..., Shipper],
 ) -> None:
-    lines = fill(spool, 6, poison=(1,))
-    # [0..5] refused; [0..2] refused; [0] ok; [1,2] refused; [1] dead letter; [2] 503 (cut).
-    fake_loki.script = {5: httpx.Response(503)}
+    lines = fill(spool, 6, poison=(1, 4))
+    # [0..5] refused (the rest stored); [0..2]: [1] pushed, refused; [0]: held; [1,2]: [1]
+    # refused; [1]: refused -> dead letter; [2]: held; [3..5]: [4] pushed: 503 (cut).
+    fake_loki.script = {4: httpx.Response(503)}
     shipper = make_shipper(spool, backoff_initial_s=100.0)
 
     assert shipper.ship_pending(1.0) is False
 
-    assert spool.stats().records == 4
+    assert spool.stats().records == 3
     assert shipper.ship_pending(10.0)
-    assert fake_loki.pushes[6:] == [lines[2:]]
-    assert [d["line"] for d in dead_letters(tmp_path / "dead" / "letters.jsonl")] == [lines[1]]
-    assert shipper.stats()["dead_lettered"] == 1
+    assert all(p == lines[4:5] for p in fake_loki.pushes[5:])  # never [3] or [5] again
+    assert [d["line"] for d in dead_letters(tmp_path / "dead" / "letters.jsonl")] == [
+        lines[1],
+        lines[4],
+    ]
+    assert shipper.stats()["dead_lettered"] == 2
+    assert sorted(fake_loki.lines) == sorted(lines[:1] + lines[2:4] + lines[5:])
 
 
 @pytest.mark.parametrize("trouble", ["head moved", "peek fails"])
@@ -1374,7 +1428,8 @@ def test_the_part_done_is_not_acked_when_the_spool_changed_or_fails(
     errors: list[str],
     make_shipper: Callable[..., Shipper],
 ) -> None:
-    fill(spool, 4, poison=(0,))
+    fill(spool, 4, poison=(0, 2))
+    # [0..3] refused; [0,1]: [0] refused; [0]: dead letter; [1]: held; [2,3]: [2]: 503 (cut).
     fake_loki.script = {3: httpx.Response(503)}
 
     def wait(event: threading.Event, timeout_s: float) -> bool:

@@ -4,7 +4,8 @@ Import it as ``from tests.lokisim import LokiServer``. Fixtures live in
 :mod:`tests.lokisim.fixtures`; ``python -m tests.lokisim --port N`` serves
 stand-alone. What it reproduces (push formats, limits and their exact messages,
 de-duplication, the out-of-order window, tenants, ``query_range`` with a LogQL
-subset) and where it stops are described in each private module's docstring.
+subset, rate-based stream sharding and the ingestion rate limit) and where it stops are
+described in each private module's docstring; ``test_parity.py`` holds it to a real Loki.
 """
 
 from __future__ import annotations

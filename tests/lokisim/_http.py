@@ -23,7 +23,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from tests.lokisim._limits import Limits
 from tests.lokisim._proto import DecodedPush
 from tests.lokisim._push import decode_push
-from tests.lokisim._query import QueryError, labels_response, query_range_response
+from tests.lokisim._query import (
+    QueryError,
+    QueryTimedOut,
+    labels_response,
+    query_range_response,
+)
 from tests.lokisim._store import Store
 
 __all__ = ["Backend", "Fault", "LokiHTTPServer", "RequestRecord"]
@@ -255,6 +260,8 @@ class _Handler(BaseHTTPRequestHandler):
             return _query(backend, tenant, path, params, headers)
         except QueryError as exc:
             return _Reply(400, str(exc).encode())
+        except QueryTimedOut as exc:
+            return _Reply(504, str(exc).encode())
 
     def _push(self, tenant: str, decoded: DecodedPush | ValueError) -> _Reply:
         if isinstance(decoded, ValueError):

@@ -411,3 +411,63 @@ def format_labels(
         shown = name if not quote_names or LABEL_NAME_RE.fullmatch(name) else go_quote(name)
         parts.append(f"{shown}={go_quote(value)}")
     return "{" + ", ".join(parts) + "}"
+
+
+# xxHash64 (Yann Collet's XXH64, seed 0), as Prometheus' labels.Hash uses it through
+# github.com/cespare/xxhash: written from the algorithm's description, for stream hashes.
+_P1 = 0x9E3779B185EBCA87
+_P2 = 0xC2B2AE3D27D4EB4F
+_P3 = 0x165667B19E3779F9
+_P4 = 0x85EBCA77C2B2AE63
+_P5 = 0x27D4EB2F165667C5
+_MASK = (1 << 64) - 1
+
+
+def _rotl(value: int, bits: int) -> int:
+    return ((value << bits) | (value >> (64 - bits))) & _MASK
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def xxh64(data: bytes) -> int:
+    """The 64-bit xxHash of ``data`` with seed 0."""
+    size, offset = len(data), 0
+    if size >= 32:
+        v1, v2, v3, v4 = (_P1 + _P2) & _MASK, _P2, 0, (-_P1) & _MASK
+        while offset + 32 <= size:
+            a, b, c, d = (
+                int.from_bytes(data[offset + i : offset + i + 8], "little") for i in (0, 8, 16, 24)
+            )
+            v1, v2, v3, v4 = _round(v1, a), _round(v2, b), _round(v3, c), _round(v4, d)
+            offset += 32
+        acc = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _MASK
+        for lane in (v1, v2, v3, v4):
+            acc = ((acc ^ _round(0, lane)) * _P1 + _P4) & _MASK
+    else:
+        acc = _P5
+    acc = (acc + size) & _MASK
+    while offset + 8 <= size:
+        lane = int.from_bytes(data[offset : offset + 8], "little")
+        acc = (_rotl(acc ^ _round(0, lane), 27) * _P1 + _P4) & _MASK
+        offset += 8
+    if offset + 4 <= size:
+        lane = int.from_bytes(data[offset : offset + 4], "little")
+        acc = (_rotl(acc ^ (lane * _P1 & _MASK), 23) * _P2 + _P3) & _MASK
+        offset += 4
+    while offset < size:
+        acc = (_rotl(acc ^ (data[offset] * _P5 & _MASK), 11) * _P1) & _MASK
+        offset += 1
+    acc = ((acc ^ (acc >> 33)) * _P2) & _MASK
+    acc = ((acc ^ (acc >> 29)) * _P3) & _MASK
+    return acc ^ (acc >> 32)
+
+
+def stream_hash(labels: Mapping[str, str]) -> int:
+    """A stream's hash as Loki's queriers order streams by it: Prometheus' ``labels.Hash()``,
+    the xxHash64 of each ``name 0xff value 0xff`` in name order."""
+    data = b"".join(
+        name.encode() + b"\xff" + value.encode() + b"\xff" for name, value in sorted(labels.items())
+    )
+    return xxh64(data)

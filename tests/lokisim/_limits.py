@@ -2,7 +2,7 @@
 
 Defaults are Loki 3's (``pkg/validation/limits.go``); the checks and their order
 follow ``pkg/distributor/validator.go``; message templates are copied from
-``pkg/validation/validate.go`` so callers can match on them.
+``pkg/validation/validate.go`` (Loki 3.7: no closing full stops) so callers can match on them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tests.lokisim._levels import DEFAULT_SERVICE_NAME_LABELS, LEVEL_LABEL, serv
 from tests.lokisim._proto import PushEntry
 
 __all__ = [
+    "MIB",
     "Limits",
     "go_rfc3339",
     "go_time_string",
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 _NS_PER_S = 1_000_000_000
+#: Loki's MB in its limits: ``bytesInMB`` in ``pkg/validation/limits.go``.
+MIB = 1 << 20
 
 MISSING_STREAMS = "error at least one valid stream is required for ingestion"
 MISSING_LABELS = "error at least one label pair is required per stream"
@@ -38,22 +41,39 @@ _DUPLICATE_NAME = "stream '{}' has duplicate label name: '{}'"
 _TOO_OLD = "entry for stream '{}' has timestamp too old: {}, oldest acceptable timestamp is: {}"
 _TOO_NEW = "entry for stream '{}' has timestamp too new: {}"
 _LINE_TOO_LONG = (
-    "Max entry size '{}' bytes exceeded for stream '{}' while adding an entry with length '{}' "
+    "max entry size '{}' bytes exceeded for stream '{}' while adding an entry with length '{}' "
     "bytes"
+)
+#: ``validation.RateLimitedErrorMsg``: the tenant's ingestion rate limit refused a whole push (429).
+RATE_LIMITED = (
+    "ingestion rate limit exceeded for user {} (limit: {} bytes/sec) while attempting to ingest "
+    "'{}' lines totaling '{}' bytes, reduce log volume or contact your Loki administrator to see "
+    "if the limit can be increased"
+)
+#: gRPC's refusal of a message over ``grpc_server_max_recv_msg_size`` (4 MiB): a push that large
+#: cannot reach the ingester (500), a query answer that large cannot reach the frontend.
+GRPC_TOO_LARGE = (
+    "rpc error: code = ResourceExhausted desc = grpc: received message larger than max ({} vs. {})"
+)
+#: What the query frontend answers, after its query timeout (1 min), when the querier's answer
+#: was over the gRPC message limit (504).
+QUERY_TIMED_OUT = (
+    "request timed out, decrease the duration of the request or add more label matchers "
+    "(prefer exact match over regex match) to reduce the amount of data processed"
 )
 _METADATA_DISALLOWED = (
     "stream '{}' includes structured metadata, but this feature is disallowed. Please see "
-    "`limits_config.allow_structured_metadata` or contact your Loki administrator to enable it."
+    "`limits_config.allow_structured_metadata` or contact your Loki administrator to enable it"
 )
 _METADATA_TOO_LARGE = (
     "stream '{}' has structured metadata too large: '{}' bytes, limit: '{}' bytes. Please see "
     "`limits_config.max_structured_metadata_size` or contact your Loki administrator to "
-    "increase it."
+    "increase it"
 )
 _METADATA_TOO_MANY = (
     "stream '{}' has too many structured metadata labels: '{}', limit: '{}'. Please see "
     "`limits_config.max_structured_metadata_entries_count` or contact your Loki administrator "
-    "to increase it."
+    "to increase it"
 )
 
 
@@ -78,7 +98,21 @@ class Limits:
         max_entries_limit_per_query: the largest ``limit`` a query may ask for.
         discover_service_name: labels copied into ``service_name``; () disables it.
         discover_log_levels: add ``detected_level`` structured metadata.
+        ingestion_rate_mb: the tenant's ingestion rate limit, MiB per second (4); pushes
+            beyond it are refused whole with 429 (``_rates``).
+        ingestion_burst_size_mb: the most the tenant may push at once, MiB (6).
+        shard_streams_enabled: shard a stream whose rate passes ``shard_streams_desired_rate``
+            (``_rates``).
+        shard_streams_desired_rate: bytes per second (1536 KB).
+        grpc_max_message_bytes: ``grpc_server_max_recv_msg_size`` (4 MiB): a push whose
+            entries come to more (their protobuf size, roughly) is answered 500, and a query
+            whose answer does, 504 (after a minute, in Loki).
+        query_ingesters_within_s: queries do not ask the ingesters about time older than this
+            (3 h): an entry that old stays invisible until its chunk is flushed, modelled as
+            its stream taking no entry for ``chunk_idle_period_s``.
+        chunk_idle_period_s: 30 min.
         now: the clock, in ns since the epoch, for deterministic age checks.
+        clock: a monotonic clock in seconds, for rates (the limiter, sharding).
     """
 
     max_label_names_per_series: int = 15
@@ -96,7 +130,15 @@ class Limits:
     max_entries_limit_per_query: int = 5000
     discover_service_name: tuple[str, ...] = DEFAULT_SERVICE_NAME_LABELS
     discover_log_levels: bool = True
+    ingestion_rate_mb: float = 4.0
+    ingestion_burst_size_mb: float = 6.0
+    shard_streams_enabled: bool = True
+    shard_streams_desired_rate: int = 1536 * 1024
+    grpc_max_message_bytes: int = 4 * MIB
+    query_ingesters_within_s: float = 3 * 3600.0
+    chunk_idle_period_s: float = 1800.0
     now: Callable[[], int] = time.time_ns
+    clock: Callable[[], float] = time.monotonic
 
 
 def _utc(ts_ns: int) -> datetime:

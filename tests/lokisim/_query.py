@@ -7,7 +7,9 @@ now and ``start`` to ``end - since`` (``since`` defaults to 1 h); ``limit`` defa
 
 Results follow ``pkg/logql/engine.go`` (``readStreams``) and
 ``pkg/util/marshal/query.go``: the ``limit`` first entries in direction order (ties
-broken by stream labels), grouped into streams sorted by their label text. By default
+broken by the stream's hash, then its labels), grouped into streams sorted by their
+label text. An answer over gRPC's 4 MiB (between Loki's querier and frontend) is a 504
+after Loki's query timeout; the test server answers it at once. By default
 structured metadata and parsed labels are merged into each result stream's labels,
 so one pushed stream can come back as several; with the request header
 ``X-Loki-Response-Encoding-Flags: categorize-labels`` streams keep their own labels
@@ -24,11 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tests.lokisim._labels import format_labels
-from tests.lokisim._limits import Limits
+from tests.lokisim._limits import QUERY_TIMED_OUT, Limits
 from tests.lokisim._logql import LogQLParseError, parse_query
 from tests.lokisim._store import Hit, Store
 
-__all__ = ["QueryError", "labels_response", "query_range_response"]
+__all__ = ["QueryError", "QueryTimedOut", "labels_response", "query_range_response"]
 
 _NS_PER_S = 1_000_000_000
 _RFC3339 = re.compile(
@@ -43,6 +45,20 @@ _CATEGORIZE = "categorize-labels"
 
 class QueryError(ValueError):
     """A bad query request; str() is Loki's message, answered with 400."""
+
+
+class QueryTimedOut(Exception):
+    """The answer is over the gRPC message limit between querier and frontend (4 MiB): Loki's
+    frontend waits out its query timeout (1 min) and answers 504 with this text; the test
+    server answers at once."""
+
+    def __init__(self) -> None:
+        super().__init__(QUERY_TIMED_OUT)
+
+
+# What an entry adds to a querier's answer besides its line and metadata (timestamp, field
+# headers): about, as the limit is decided on it.
+_ENTRY_OVERHEAD_BYTES = 20
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,7 @@ def query_range_response(
 
     Raises:
         QueryError: a parameter or the query is invalid (Loki answers 400).
+        QueryTimedOut: the answer is too large for Loki to send (504).
     """
     span = _bounds(params, limits.now())
     limit = _limit(params)
@@ -149,11 +166,22 @@ def query_range_response(
         )
     forward = direction.lower() == "forward"
     hits = store.select(tenant, query, span.start_ns, span.end_ns)
+    # pkg/iter/entry_iterator.go lessAscending/lessDescending: ties on the timestamp go by
+    # the stream's hash (ascending in both directions), then by the labels printed; within
+    # one stream, entries keep their order (reversed, backward).
     if forward:
-        hits.sort(key=lambda hit: (hit.entry.ts_ns, hit.stream, hit.seq))
+        hits.sort(key=lambda hit: (hit.entry.ts_ns, hit.stream_hash, hit.stream, hit.seq))
     else:
-        hits.sort(key=lambda hit: (-hit.entry.ts_ns, hit.stream, -hit.seq))
+        hits.sort(key=lambda hit: (-hit.entry.ts_ns, hit.stream_hash, hit.stream, -hit.seq))
     hits = hits[:limit]
+    answer_bytes = sum(
+        len(hit.entry.line.encode())
+        + _ENTRY_OVERHEAD_BYTES
+        + sum(len(n) + len(v) + 6 for n, v in hit.entry.metadata.items())
+        for hit in hits
+    )
+    if answer_bytes > limits.grpc_max_message_bytes:
+        raise QueryTimedOut
     flags = [f.strip() for f in headers.get("x-loki-response-encoding-flags", "").split(",")]
     categorize = _CATEGORIZE in flags
     data: dict[str, object] = {"resultType": "streams"}

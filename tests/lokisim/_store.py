@@ -14,6 +14,14 @@ Loki's ingester keeps only the *last* stream's error of a push
 (``instance.Push`` overwrites ``appendErr``), and an ingester error replaces the
 distributor's validation errors in the response; both quirks are reproduced.
 
+Before the ingester, the distributor shards a stream whose rate passes
+``shard_streams.desired_rate`` (the entries go round robin to copies of the stream labelled
+``__stream_shard__``, each de-duplicated on its own) and applies the tenant's ingestion rate
+limit to the whole push (429); a push too large for gRPC's 4 MiB never reaches the ingester
+(500). Both follow :mod:`tests.lokisim._rates`. A query does not see entries older than
+``query_ingesters_within`` (3 h) until their chunk is flushed, modelled as their stream taking
+no entry for ``chunk_idle_period`` (30 min).
+
 Each stored entry is one ``(ts_ns, line, metadata id)`` tuple (see
 :data:`tests.lokisim._distributor.Key`); a stream whose new entries can neither be
 refused nor be duplicates is stored at once with set and list operations.
@@ -23,19 +31,38 @@ refused nor be duplicates is stored at once with set and list operations.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import itemgetter
 
 from tests.lokisim._distributor import Distributor, Key, LabelSet, PushResult
-from tests.lokisim._labels import format_labels
-from tests.lokisim._limits import Limits, go_rfc3339, go_time_string, group_errors
+from tests.lokisim._labels import format_labels, stream_hash
+from tests.lokisim._limits import (
+    GRPC_TOO_LARGE,
+    MIB,
+    RATE_LIMITED,
+    Limits,
+    go_rfc3339,
+    go_time_string,
+    group_errors,
+    metadata_size,
+)
 from tests.lokisim._logql import LogQuery
 from tests.lokisim._proto import DecodedPush, PushStream
+from tests.lokisim._rates import SHARD_LABEL, IngestionLimiter, StreamRates
 
 __all__ = ["Hit", "PushResult", "Store", "StoredEntry"]
 
 _NS_PER_S = 1_000_000_000
+# What an entry adds to a push's protobuf besides its line and metadata (its timestamp, the
+# field headers), and a metadata pair besides its name and value: about, as measured against
+# Loki 3.7's "received message larger than max" (only the 4 MiB gRPC limit is decided on it).
+_ENTRY_OVERHEAD_BYTES = 20
+_PAIR_OVERHEAD_BYTES = 6
+_LINE = itemgetter(1)
+_METADATA_ID = itemgetter(2)
 
 
 @dataclass(frozen=True)
@@ -58,12 +85,13 @@ class StoredEntry:
 @dataclass(frozen=True)
 class Hit:
     """A query match: the entry, its printed labels (stream, metadata and parsed), the
-    parsed labels, and its arrival index."""
+    parsed labels, its arrival index and its stream's hash (``_labels.stream_hash``)."""
 
     entry: StoredEntry
     stream: str
     parsed: dict[str, str]
     seq: int
+    stream_hash: int = 0
 
 
 @dataclass
@@ -73,6 +101,8 @@ class _Stream:
     highest_ts: int | None = None
     last_line: Key | None = None
     keys: set[Key] = field(default_factory=set)
+    last_push_ns: int = 0  # Limits.now() of its latest entry: its chunk is idle since then
+    hash: int | None = None  # stream_hash(labels), once a query needed it
 
 
 @dataclass
@@ -97,6 +127,12 @@ class Store:
         self._changed = threading.Condition(self._lock)
         self._tenants: dict[str, _Tenant] = {}
         self._distributor = Distributor(limits)
+        self.rates = StreamRates(limits.clock)
+        self._limiter = IngestionLimiter(
+            limits.ingestion_rate_mb * MIB, int(limits.ingestion_burst_size_mb * MIB), limits.clock
+        )
+        self._metadata_bytes: dict[int, tuple[int, int]] = {}  # id -> (counted, on the wire)
+        self._shard_sets: dict[tuple[str, int], LabelSet] = {}
 
     def push(self, tenant: str, streams: Sequence[PushStream] | DecodedPush) -> PushResult:
         """Validate and store a decoded push.
@@ -113,16 +149,87 @@ class Store:
         if isinstance(checked, PushResult):
             return checked
         ingester_error: str | None = None
+        limits = self._limits
         with self._lock:
+            # The distributor shards each stream while validating, then rate-limits the push.
+            sized = [(label_set, keys, *self._sizes(keys)) for label_set, keys in checked.batches]
+            routed = [
+                (label_set, self._route(tenant, label_set, keys, size))
+                for label_set, keys, size, _ in sized
+            ]
+            total = sum(size for _, _, size, _ in sized)
+            lines = sum(len(keys) for _, keys in checked.batches)
+            if routed and not self._limiter.allow(tenant, total):
+                limit = int(self._limiter.rate_bytes)
+                return PushResult(429, RATE_LIMITED.format(tenant, limit, lines, total))
+            message_bytes = sum(message + len(ls.shown) for ls, _, _, message in sized)
+            if message_bytes > limits.grpc_max_message_bytes:
+                return PushResult(
+                    500, GRPC_TOO_LARGE.format(message_bytes, limits.grpc_max_message_bytes)
+                )
             state = self._tenants.setdefault(tenant, _Tenant())
-            for label_set, keys in checked.batches:
-                ingester_error = self._append(tenant, state, label_set, keys)
+            now_ns = limits.now()
+            for label_set, parts in routed:
+                for shard_set, keys, size in parts:
+                    # Loki's ingester keeps the last stream's outcome, an error or none.
+                    ingester_error = self._append(tenant, state, shard_set, keys, now_ns)
+                    shard = shard_set.labels.get(SHARD_LABEL, "")
+                    self.rates.record((tenant, label_set.shown), shard, size)
             self._changed.notify_all()
         if ingester_error is not None:
             return PushResult(400, ingester_error)
         if checked.errors:
             return PushResult(400, group_errors(checked.errors))
         return PushResult(204)
+
+    def _route(
+        self, tenant: str, label_set: LabelSet, keys: list[Key], size: int
+    ) -> list[tuple[LabelSet, list[Key], int]]:
+        """The derived streams of one stream's valid entries (of ``size`` bytes): (labels,
+        keys, bytes) each."""
+        limits = self._limits
+        if not limits.shard_streams_enabled:
+            return [(label_set, keys, size)]
+        shards = self.rates.shards(
+            (tenant, label_set.shown), size, len(keys), limits.shard_streams_desired_rate
+        )
+        if not shards:
+            return [(label_set, keys, size)]
+        count = len(shards)
+        parts = []
+        for index, shard in enumerate(shards):
+            dealt = keys[index::count]
+            parts.append((self._shard_set(label_set, shard), dealt, self._sizes(dealt)[0]))
+        return parts
+
+    def _shard_set(self, label_set: LabelSet, shard: int) -> LabelSet:
+        found = self._shard_sets.get((label_set.shown, shard))
+        if found is None:
+            pairs = sorted([*label_set.pairs, (SHARD_LABEL, str(shard))])
+            found = LabelSet(pairs, None, dict(pairs), format_labels(pairs))
+            self._shard_sets[(label_set.shown, shard)] = found
+        return found
+
+    def _sizes(self, keys: list[Key]) -> tuple[int, int]:
+        """Bytes of entries as Loki counts them for rates (line plus structured metadata,
+        ``util.EntryTotalSize``: ``detected_level`` is not counted), and about their protobuf
+        size as the distributor sends them on (gRPC)."""
+        lines = list(map(_LINE, keys))
+        line_bytes = sum(map(len, lines))
+        if not all(map(str.isascii, lines)):
+            line_bytes = sum(len(line.encode()) for line in lines)
+        counted, message = line_bytes, line_bytes + _ENTRY_OVERHEAD_BYTES * len(keys)
+        for metadata_id, count in Counter(map(_METADATA_ID, keys)).items():
+            sizes = self._metadata_bytes.get(metadata_id)
+            if sizes is None:
+                pairs = self._distributor.metadata(metadata_id)
+                framed = sum(
+                    len(n.encode()) + len(v.encode()) + _PAIR_OVERHEAD_BYTES for n, v in pairs
+                )
+                sizes = self._metadata_bytes[metadata_id] = (metadata_size(pairs), framed)
+            counted += sizes[0] * count
+            message += sizes[1] * count
+        return counted, message
 
     def _entry(self, key: Key, owner: _Stream) -> StoredEntry:
         return StoredEntry(
@@ -153,12 +260,13 @@ class Store:
         return True
 
     def _append(
-        self, tenant: str, state: _Tenant, label_set: LabelSet, keys: list[Key]
+        self, tenant: str, state: _Tenant, label_set: LabelSet, keys: list[Key], now_ns: int
     ) -> str | None:
         """Apply the ingester's rules to one stream's valid entries; return its error."""
         stream = state.streams.get(label_set.shown)
         if stream is None:
             stream = state.streams[label_set.shown] = _Stream(label_set.labels, label_set.shown)
+        stream.last_push_ns = now_ns
         window_ns = int(self._limits.max_chunk_age_s * _NS_PER_S) // 2
         if self._append_new(state, stream, keys, window_ns):
             return None
@@ -267,16 +375,29 @@ class Store:
         with self._lock:
             state = self._tenants.get(tenant)
             records = list(zip(state.records, state.owners, strict=True)) if state else []
+        limits = self._limits
+        now_ns = limits.now()
+        # Older than this, only flushed chunks answer: an idle stream's (see the module doc).
+        ingesters_from = now_ns - int(limits.query_ingesters_within_s * _NS_PER_S)
+        idle_since = now_ns - int(limits.chunk_idle_period_s * _NS_PER_S)
         hits = []
         for seq, (key, owner) in enumerate(records):
             if not start_ns <= key[0] < end_ns or not query.selects(owner.labels):
+                continue
+            if (
+                limits.query_ingesters_within_s
+                and key[0] < ingesters_from
+                and owner.last_push_ns > idle_since
+            ):
                 continue
             entry = self._entry(key, owner)
             parsed = query.process(entry.labels, entry.metadata, entry.line)
             if parsed is not None:
                 # Loki's merge breaks timestamp ties on the labels the pipeline produced.
                 merged = format_labels({**entry.labels, **entry.metadata, **parsed})
-                hits.append(Hit(entry, merged, parsed, seq))
+                if owner.hash is None:
+                    owner.hash = stream_hash(owner.labels)
+                hits.append(Hit(entry, merged, parsed, seq, owner.hash))
         return hits
 
     def label_names(self, tenant: str, start_ns: int, end_ns: int) -> list[str]:

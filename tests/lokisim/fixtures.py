@@ -19,7 +19,10 @@ hold other data, and differ from the test server in ways these rules absorb):
 - after a 2xx push, poll ``query_range`` with a deadline (:data:`VISIBILITY_TIMEOUT_S`):
   an entry may take a moment to become queryable;
 - send ``loki_tenant`` wherever a client is configured;
-- inject no faults (429, 5xx, stalls) and assert no test-server error texts: use ``loki``.
+- inject no faults (429, 5xx, stalls) and assert no test-server error texts: use ``loki``;
+- mind the stock limits both enforce: a tenant takes 4 MiB/s (6 MiB at once, then 429), a
+  stream pushed faster than 1.5 MB/s is sharded (its entries come back under streams with a
+  ``__stream_shard__`` label), and an answer over 4 MiB never comes (page by size).
 """
 
 from __future__ import annotations

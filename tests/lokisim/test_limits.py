@@ -33,7 +33,7 @@ def lines(store: Store) -> list[str]:
 
 
 def test_defaults_are_loki_3_defaults() -> None:
-    defaults = {f.name: f.default for f in fields(Limits) if f.name != "now"}
+    defaults = {f.name: f.default for f in fields(Limits) if f.name not in ("now", "clock")}
     assert defaults == {
         "max_label_names_per_series": 15,
         "max_label_name_length": 1024,
@@ -64,6 +64,13 @@ def test_defaults_are_loki_3_defaults() -> None:
             "k8s_job_name",
         ),
         "discover_log_levels": True,
+        "ingestion_rate_mb": 4.0,
+        "ingestion_burst_size_mb": 6.0,
+        "shard_streams_enabled": True,
+        "shard_streams_desired_rate": 1536 * 1024,
+        "grpc_max_message_bytes": 4 * 1024 * 1024,
+        "query_ingesters_within_s": 3 * 3600.0,
+        "chunk_idle_period_s": 1800.0,
     }
 
 
@@ -82,7 +89,7 @@ def test_line_too_long_counts_utf8_bytes_of_the_line_only() -> None:
     )
     assert result == PushResult(
         400,
-        f"Max entry size '10' bytes exceeded for stream '{SHOWN}' while adding an entry with "
+        f"max entry size '10' bytes exceeded for stream '{SHOWN}' while adding an entry with "
         "length '11' bytes",
     )
     assert lines(store) == ["0123456789", "ok"]
@@ -198,7 +205,7 @@ def test_structured_metadata_disallowed() -> None:
         400,
         f"stream '{SHOWN}' includes structured metadata, but this feature is disallowed. "
         "Please see `limits_config.allow_structured_metadata` or contact your Loki "
-        "administrator to enable it.",
+        "administrator to enable it",
     )
     assert lines(store) == ["plain"]
     assert store.entries("fake")[0].metadata == {}
@@ -221,7 +228,7 @@ def test_structured_metadata_too_large_counts_names_and_values() -> None:
         400,
         f"stream '{SHOWN}' has structured metadata too large: '11' bytes, limit: '10' bytes. "
         "Please see `limits_config.max_structured_metadata_size` or contact your Loki "
-        "administrator to increase it.",
+        "administrator to increase it",
     )
     assert lines(store) == ["at limit", "level excluded"]
 
@@ -242,7 +249,7 @@ def test_too_many_structured_metadata_entries() -> None:
         400,
         f"stream '{SHOWN}' has too many structured metadata labels: '3', limit: '2'. Please "
         "see `limits_config.max_structured_metadata_entries_count` or contact your Loki "
-        "administrator to increase it.",
+        "administrator to increase it",
     )
     assert lines(store) == ["two"]
 
@@ -251,7 +258,7 @@ def test_identical_errors_are_grouped_and_different_ones_counted() -> None:
     store = make_store(max_line_size=1)
     same = push(store, (LABELS, [PushEntry(NOW, "aa"), PushEntry(NOW + 1, "aa")]))
     line_error = (
-        f"Max entry size '1' bytes exceeded for stream '{SHOWN}' while adding an entry with "
+        f"max entry size '1' bytes exceeded for stream '{SHOWN}' while adding an entry with "
         "length '2' bytes"
     )
     assert same == PushResult(400, f"2 errors like: {line_error}")

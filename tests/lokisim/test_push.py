@@ -212,7 +212,7 @@ def test_partial_refusal_is_a_400_with_the_reason_and_a_newline(
     response = post(loki, body, PROTO)
     assert response.status_code == 400
     assert response.text == (
-        "Max entry size '3' bytes exceeded for stream '{a=\"b\"}' while adding an entry with "
+        "max entry size '3' bytes exceeded for stream '{a=\"b\"}' while adding an entry with "
         "length '4' bytes\n"
     )
     assert response.headers["x-content-type-options"] == "nosniff"
