@@ -121,6 +121,44 @@ def _succeeded(event: Event) -> bool:
     return (event.state_to or "").strip().lower() in _SUCCEEDED
 
 
+#: The most warnings read back from the last failure for a handled error that names its cause:
+#: retries come shortly before the failure that gives up, and a busy node's timeline holds
+#: thousands of warnings about other things (each read costs a table lookup).
+_HANDLED_WARNINGS: Final = 200
+
+
+def _handled_error(
+    events: Sequence[Event], last_ns: int, rules: Sequence[OwnerRule]
+) -> tuple[Event, Ownership] | None:
+    """The earliest of the last :data:`_HANDLED_WARNINGS` warnings before ``last_ns`` whose
+    words name an owner (a specific one), and that owner; warnings that read alike (the same
+    message, error type and error text) are read once."""
+    recent: list[Event] = []
+    for event in reversed(events):
+        if event.ts_ns > last_ns or event.level != "warning" or is_failure(event):
+            continue
+        recent.append(event)
+        if len(recent) == _HANDLED_WARNINGS:
+            break
+    found: tuple[Event, Ownership] | None = None
+    seen: dict[tuple[Any, ...], Ownership | None] = {}
+    for event in recent:  # latest first: the last one found is the earliest
+        key = (
+            event.layer,
+            event.service,
+            event.message,
+            event.error_type,
+            event.http_status,
+            repr(event.attrs.get("error")) if isinstance(event.attrs, dict) else None,
+        )
+        if key not in seen:
+            seen[key] = owner_of(event, rules)
+        ownership = seen[key]
+        if ownership is not None and not ownership.weak:
+            found = (event, ownership)
+    return found
+
+
 def _auth_refusal(event: Event) -> bool:
     return event.http_status in (401, 403)
 
@@ -285,18 +323,7 @@ def decide(
     # Errors a service handled before it gave up: the retries that kept failing, logged at
     # warning, then the wrapper logged at error ("attempt 3/3: PKIX path building failed",
     # then "provision flow failed"). Their words name the cause the failures do not.
-    handled = next(
-        (
-            (e, ownership)
-            for e in events
-            if e.level == "warning"
-            and e.ts_ns <= last_ns
-            and not is_failure(e)
-            and (ownership := owner_of(e, rules)) is not None
-            and not ownership.weak
-        ),
-        None,
-    )
+    handled = _handled_error(events, last_ns, rules)
     if handled is not None:
         event, ownership = handled
         owners[event.hash] = ownership

@@ -455,3 +455,16 @@ def test_failures_that_name_no_cause_and_were_retried_to_success_are_no_incident
     assert decide([active, ev(3, "workflow", "Reconciler error", level="error")]).owner_layer == (
         "workflow_state"
     )
+
+
+def test_a_handled_error_is_looked_for_among_the_warnings_just_before_the_failure() -> None:
+    # A busy node's timeline holds thousands of warnings about other things: the retries that
+    # name the cause come shortly before the failure that gives up.
+    noise = [ev(i / 100, "node", f"disk latency {i} ms", level="warning") for i in range(3000)]
+    retry = ev(31, "node", "claim failed: x509: certificate has expired", level="warning")
+    wrapper = ev(32, "node", "claim loop gave up", level="error")
+    verdict = decide([*noise, retry, wrapper])
+    assert (verdict.owner_layer, verdict.first_failure) == ("cert", retry)
+    # Further back than the 200 warnings before the failure, it is not looked for.
+    early = ev(-1, "node", "claim failed: x509: certificate has expired", level="warning")
+    assert decide([early, *noise, wrapper]).owner_layer == "node"  # the fallback
