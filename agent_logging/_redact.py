@@ -7,11 +7,14 @@ process. Two mechanisms, both conservative about what they keep:
   (``(b"authorization", b"Basic ...")``: ASGI's and httpx's raw headers) or a
   ``key=value``/``key: value``/``"key": "value"`` pair in text whose key names a secret
   (:func:`is_sensitive_key`, from ``_sensitive_keys``) loses its whole value;
-- by shape: PEM private keys, credentials in URLs, JWTs, AWS access key ids, Google API keys,
-  GitHub, GitLab, Slack and Stripe tokens, and ``Bearer <token>`` are recognised wherever they
-  appear (:func:`redact_text`, from ``_secrets``, which also lists the known limits).
+- by shape: PEM private keys, credentials in URLs, passwords on command lines and in SQL,
+  AWS access keys, ``Bearer <token>`` and the tokens of some twenty vendors are recognised
+  wherever they appear, percent-encoded too (:func:`redact_text`, from ``_secrets``, which
+  lists them and the known limits).
 
-What is kept is what makes the line useful: the key, the auth scheme, the URL's user and host.
+Both apply to keys as well as values: a field name or dict key that holds a secret
+(``**{"password=hunter2": 2}``) is redacted like any text. What is kept is what makes the
+line useful: the key, the auth scheme, the URL's user and host.
 This module applies both mechanisms to values and records; the public names of the other two
 are re-exported here. No value is left for a renderer to turn into text unseen: any mapping
 and a dataclass become plain dicts, redacted as such, and any other object its redacted
@@ -68,6 +71,7 @@ _SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *IDENTI
 _PLAIN: Final = 0  # redacted as text or value
 _SECRET: Final = 1  # under a sensitive key: redacted whole
 _TRACE_ID: Final = 2  # trace_id or span_id: checked
+_RENAME: Final = 3  # last, once per shape that has them: keys that hold a secret are renamed
 
 #: Value types that cannot hold text.
 _SCALARS: Final = frozenset({int, float, bool})
@@ -87,6 +91,9 @@ _MAX_DEPTH: Final = 32
 
 _PLANS: dict[tuple[Any, ...], tuple[tuple[Any, int], ...]] = {}
 _PLANS_SIZE: Final = 1024
+#: For the record shapes whose plan ends with a rename: each key that holds a secret and the
+#: redacted key it becomes.
+_RENAMES: dict[tuple[Any, ...], dict[str, str]] = {}
 
 #: The scanners under the names they had here before ``_secrets`` was split off; the tests of
 #: the prefilter use them.
@@ -282,17 +289,51 @@ def _text(value: object) -> str:
 
 def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """The fields of a record shape to look at and what each is: the trace ids first (a
-    rejected one changes the record's shape), then the others, a secret's or plain."""
+    rejected one changes the record's shape), then the others, a secret's or plain; last, if
+    a key holds a secret itself (``**{"password=hunter2": 1}``), the renaming of such keys."""
     traces = tuple((key, _TRACE_ID) for key in keys if key in TRACE_KEYS)
     plan = traces + tuple(
         (key, _SECRET if isinstance(key, str) and is_sensitive_key(key) else _PLAIN)
         for key in keys
         if key not in _SKIP_KEYS and key not in TRACE_KEYS
     )
+    renames = _renames(keys)
     if len(_PLANS) >= _PLANS_SIZE:
         _PLANS.clear()
+        _RENAMES.clear()
+    if renames:
+        # Any key of the record will do as the entry's key: the loop reads its value first.
+        plan += ((next(iter(renames)), _RENAME),)
+        _RENAMES[keys] = renames
     _PLANS[keys] = plan
     return plan
+
+
+def _renames(keys: tuple[Any, ...]) -> dict[str, str]:
+    """Each key of a record shape that holds a secret and the redacted key it becomes; one
+    that would take the name of another key gets a suffix (``_2``) instead."""
+    taken = set(keys)
+    renames: dict[str, str] = {}
+    for key in keys:
+        if isinstance(key, str) and (new := redact_text(key)) is not key:
+            name = new
+            copy = 1
+            while name in taken:
+                copy += 1
+                name = f"{new}_{copy}"
+            taken.add(name)
+            renames[key] = name
+    return renames
+
+
+def _rename(event_dict: EventDict, keys: tuple[Any, ...]) -> None:
+    """Rename, in place and in order, the keys of ``event_dict`` that hold a secret."""
+    renames = _RENAMES.get(keys)
+    if renames is None:  # the table was emptied by another thread since the plan was made
+        renames = _renames(keys)
+    items = list(event_dict.items())
+    event_dict.clear()
+    event_dict.update((renames.get(key, key), value) for key, value in items)
 
 
 def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict:
@@ -301,7 +342,9 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     Looks at every field except ``ts``, ``level``, ``service``, ``layer``, ``env`` and the
     five identifiers, including ``event``, the nested ``error`` dict (message, chain, stack)
     and a pre-formatted ``exception``/``stack`` string. A ``trace_id``/``span_id`` that is not
-    W3C-shaped is moved to ``rejected_ids`` (the bound one, if any, takes its place).
+    W3C-shaped is moved to ``rejected_ids`` (the bound one, if any, takes its place). A
+    field's name that holds a secret is redacted too, the field keeping its place:
+    ``**{"password=hunter2": 2}`` becomes ``"password=[REDACTED]": "[REDACTED]"``.
 
     Args:
         logger: unused (structlog's processor signature).
@@ -320,18 +363,22 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     for key, kind in plan:
         value = event_dict[key]
         if kind:
-            if kind == _SECRET:
+            if kind == _TRACE_ID:
+                if not (type(value) is str and passed.get(value) == key):
+                    reason = problem(key, value)
+                    if reason is not None:
+                        # The trace ids come first in the plan: nothing else was looked at
+                        # yet. The record has a new shape (rejected_ids, perhaps
+                        # rejected_ids_field), and the value that replaced this one (a bound
+                        # id) passed the check.
+                        reject_trace_id(event_dict, key, value, reason)
+                        return redact(logger, method_name, event_dict)
+                    remember_passed(key, value)
+            elif kind == _SECRET:
                 if not (type(value) is str and value == REDACTED):
                     event_dict[key] = REDACTED
-            elif not (type(value) is str and passed.get(value) == key):
-                reason = problem(key, value)
-                if reason is not None:
-                    # The trace ids come first in the plan: nothing else was looked at yet.
-                    # The record has a new shape (rejected_ids, perhaps rejected_ids_field),
-                    # and the value that replaced this one (a bound id) passed the check.
-                    reject_trace_id(event_dict, key, value, reason)
-                    return redact(logger, method_name, event_dict)
-                remember_passed(key, value)
+            else:  # _RENAME, last: every value was redacted under its key as given
+                _rename(event_dict, keys)
         elif type(value) is str:
             # redact_text(), inlined: this is the common case on the hot path.
             size = len(value)

@@ -31,10 +31,11 @@ __all__ = ["has_key_word", "is_sensitive_key"]
 
 #: A key is sensitive when its last word ends with one of these (pgpassword, clientsecret) ...
 _SUFFIXES: Final = (
-    "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
+    "password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "accesskey",
     "privatekey", "secretkey", "signingkey", "encryptionkey", "hmackey", "masterkey", "tlskey",
-    "sessionid", "sessid", "authorization", "cookie", "cookies", "credential", "credentials",
-    "creds", "signature",
+    "authkey", "privkey", "sessionid", "sessid", "authorization", "cookie", "cookies",
+    "credential", "credentials", "creds", "signature",
+    "storepass", "keypass",  # keytool's -storepass/-keypass, -srcstorepass, -destkeypass
 )  # fmt: skip
 #: ... or is one of these (too short to be safe as suffixes: bypass, oldpwd) ...
 _LAST_WORDS: Final = frozenset({"auth", "pass", "pwd", "sig", "jwt"})
@@ -43,10 +44,12 @@ _COMPOUNDS: Final = {
     "key": (
         "api", "access", "private", "secret", "signing", "encryption", "hmac", "master", "tls",
         "account", "client", "ssh",  # Azure's AccountKey, a TLS client's key, ssh_key
+        "auth", "priv", "service",  # auth_key, priv_key, PagerDuty's service_key
     ),
     "id": ("session",),
     "phrase": ("pass",),
     "data": ("key",),  # kubeconfig's client-key-data
+    "bearer": ("oauth", "oauth2"),  # curl's --oauth2-bearer
 }  # fmt: skip
 #: ... or it is the single word ``session``.
 _EXACT: Final = "session"
@@ -60,6 +63,7 @@ _COPY_WORDS: Final = frozenset(
         "previous", "prev", "orig", "original", "plain", "plaintext", "cleartext", "raw",
         "value", "val", "input", "hash", "hashed", "encrypted", "enc", "encoded", "b64",
         "base64", "pem", "der",
+        "base",  # Rails' SECRET_KEY_BASE: the secret its keys are derived from
     }
 )  # fmt: skip
 #: A word ending with one of these names a password wherever it stands in the key ...
@@ -75,6 +79,7 @@ _ABOUT_WORDS: Final = frozenset(
         "invalid", "validation", "match", "matches", "mismatch", "attempt", "attempts",
         "failure", "failures", "failed", "retries", "set", "count", "error", "errors", "type",
         "mode", "method",
+        "stdin",  # docker login --password-stdin: a flag saying where the password comes from
     }
 )  # fmt: skip
 _DIGITS: Final = "0123456789"
@@ -120,10 +125,11 @@ def is_sensitive_key(key: str) -> bool:
     ``credentials``, ``ansible_become_pass``, ``pwd``, ``auth`` (docker's config.json),
     ``client-key-data`` (kubeconfig), ``AccountKey`` (Azure), ``client_key``, ``ssh_key``,
     ``private_key_pem``, ``jwt``, ``password_confirmation``, ``passwordConfirm``,
-    ``password2``, ``PASSWORD_DB``, ``api_key_new``. Not sensitive: ``task``,
-    ``token_count``, ``max_tokens``, ``tokenizer``, ``key_id``, ``cache_key``,
+    ``password2``, ``PASSWORD_DB``, ``api_key_new``, ``SECRET_KEY``, ``SECRET_KEY_BASE``,
+    ``encryption_key``, ``auth_key``, ``storepass`` (keytool), ``passcode``. Not sensitive:
+    ``task``, ``token_count``, ``max_tokens``, ``tokenizer``, ``key_id``, ``cache_key``,
     ``idempotency_key``, ``passed``, ``bypass``, ``oldpwd``, ``secretary``, ``secret_name``,
-    ``password_policy``, ``password_min_length``, ``session_timeout``.
+    ``password_policy``, ``password_min_length``, ``session_timeout``, ``password_stdin``.
 
     Args:
         key: the key as written.
