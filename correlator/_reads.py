@@ -182,10 +182,9 @@ def events_without_identifiers(cursor: duckdb.DuckDBPyConnection, origins: Seque
     """How many events of ``origins`` have no identifier and no trace id."""
     if not origins:
         return 0
+    unjoinable = " AND ".join(f"{column} IS NULL" for column in ID_COLUMNS)
     row = cursor.execute(
-        "SELECT count(*) FROM events WHERE origin IN (SELECT unnest(?)) "
-        "AND node_id IS NULL AND node_instance_id IS NULL AND correlation_id IS NULL "
-        "AND allocation_id IS NULL AND workflow_id IS NULL AND trace_id IS NULL",
+        f"SELECT count(*) FROM events WHERE origin IN (SELECT unnest(?)) AND {unjoinable}",  # noqa: S608 - fixed column names
         [list(origins)],
     ).fetchone()
     return int(row[0]) if row else 0

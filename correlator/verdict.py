@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
-from correlator.model import Event
+from correlator.model import Event, state_name
 from correlator.ownership import (
     RECORD_SOURCES,
     Ownership,
@@ -118,7 +118,7 @@ _SUCCEEDED: Final = frozenset(
 
 
 def _succeeded(event: Event) -> bool:
-    return (event.state_to or "").strip().lower() in _SUCCEEDED
+    return state_name(event.state_to) in _SUCCEEDED
 
 
 #: The most warnings read back from the last failure for a handled error that names its cause:
