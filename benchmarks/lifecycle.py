@@ -17,7 +17,7 @@ peak RSS), ``--repeat`` times:
 Each variant's answer is written to a file and compared with its baseline's: the report says
 whether they are equal. The generated fleet has no stuck lifecycle and no projection, so
 findings read almost nothing: a store with projections has every projection, provider job
-and VM read too (``correlator.findings._reach``). Run:
+and VM read too (the rules' reach, ``correlator.findings.RULES``). Run:
 ``python -m benchmarks.lifecycle [--events 1e6] [--keep DIR] [--repeat 3]``.
 """
 

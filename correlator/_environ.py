@@ -1,9 +1,12 @@
-"""Every environment variable the correlator reads, declared once."""
+"""Every environment variable the correlator reads, declared once (the findings' thresholds
+by their rules, in ``correlator.findings``)."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 from typing import Final
+
+from correlator.findings import RULES
 
 DB: Final = "CORRELATOR_DB"
 """The DuckDB file (default ``./correlator.duckdb``); ``--db`` wins. ``correlator demo`` does not
@@ -64,38 +67,17 @@ FINDINGS_INTERVAL_S: Final = "CORRELATOR_FINDINGS_INTERVAL_S"
 """``correlator serve`` logs every open finding as an ``event="finding"`` record this often
 (seconds; default 300; 0 turns it off): a gauge the lifecycle dashboard reads from Loki."""
 
-FINDINGS_RELEASE_FAILED_DEADLINE_S: Final = "CORRELATOR_FINDINGS_RELEASE_FAILED_DEADLINE_S"
-"""Seconds an allocation may stay ``release_failed`` with ``occupancy=cleanup`` before it is a
-finding (default 3600)."""
-
-FINDINGS_PROVISION_JOB_DEADLINE_S: Final = "CORRELATOR_FINDINGS_PROVISION_JOB_DEADLINE_S"
-"""Seconds a provider job may stay pending, waiting or running (default 7200)."""
-
-FINDINGS_OUTBOX_PUBLISH_DEADLINE_S: Final = "CORRELATOR_FINDINGS_OUTBOX_PUBLISH_DEADLINE_S"
-"""Seconds an outbox row may stay unpublished (default 300)."""
-
-FINDINGS_DRIFT_THRESHOLD_S: Final = "CORRELATOR_FINDINGS_DRIFT_THRESHOLD_S"
-"""Seconds a projection may disagree with its provider job (default 300)."""
-
-FINDINGS_ORPHAN_GRACE_S: Final = "CORRELATOR_FINDINGS_ORPHAN_GRACE_S"
-"""Seconds a VM may outlive the custom resource deleted while it was provisioned (default
-600)."""
-
 FINDINGS_CRITICAL_FACTOR: Final = "CORRELATOR_FINDINGS_CRITICAL_FACTOR"
 """A finding is critical past this multiple of its threshold (default 4; at least 1)."""
 
-#: The six variables above by the ``correlator.findings.FindingsConfig`` field each sets
-#: (``queries.findings_config`` reads them; ``correlator findings --threshold NAME=SECONDS``
-#: overrides one by its field name).
+#: The findings' deadlines and thresholds by the ``correlator.findings.FindingsConfig`` field
+#: each sets: one ``CORRELATOR_FINDINGS_<THRESHOLD>`` per rule's threshold (each rule of
+#: ``correlator.findings.RULES`` says what it bounds and its default), then the critical
+#: factor. ``queries.findings_config`` reads them; ``correlator findings --threshold
+#: NAME=SECONDS`` overrides one by its field name.
 FINDINGS_THRESHOLDS: Final = MappingProxyType(
-    {
-        "release_failed_deadline_s": FINDINGS_RELEASE_FAILED_DEADLINE_S,
-        "provision_job_deadline_s": FINDINGS_PROVISION_JOB_DEADLINE_S,
-        "outbox_publish_deadline_s": FINDINGS_OUTBOX_PUBLISH_DEADLINE_S,
-        "drift_threshold_s": FINDINGS_DRIFT_THRESHOLD_S,
-        "orphan_grace_s": FINDINGS_ORPHAN_GRACE_S,
-        "critical_factor": FINDINGS_CRITICAL_FACTOR,
-    }
+    {rule.threshold: rule.variable for rule in RULES}
+    | {"critical_factor": FINDINGS_CRITICAL_FACTOR}
 )
 
 OWNER_RULES: Final = "CORRELATOR_OWNER_RULES"

@@ -2,11 +2,12 @@
 
 Lifecycle events are entity transitions, provider-job and projection events, and records that
 report a node's ``occupancy`` (:data:`LIFECYCLE`). :func:`lifecycle_events` reads them all;
-:func:`finding_events` only those the rules can depend on (``correlator.findings._reach`` says
-which and why): in SQL, each entity's latest transition, then every event of the entities that
-can make a finding or that such a finding consults. At 10^7 events, where nearly every
-allocation ended healthy, that is a few events instead of ~800,000 Python objects (13 s and
-5.7 GB).
+:func:`finding_events` only those the rules can depend on (each rule of
+``correlator.findings.RULES`` declares its reach, and the query is built from them): in SQL,
+each entity's latest transition, then every event of the entities that can make a finding or
+that such a finding consults, and of any entity one of those events belongs to. At 10^7
+events, where nearly every allocation ended healthy, that is a few events instead of ~800,000
+Python objects (13 s and 5.7 GB).
 
 Each read is one snapshot: the row ids the first query picks name the rows the second reads.
 
@@ -20,6 +21,7 @@ decided in Python by the functions ``latency`` itself uses, and handed to the SQ
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Final
@@ -29,7 +31,7 @@ import orjson
 
 from correlator._rows import fetch_events
 from correlator._schema import COLUMN_LIST
-from correlator.findings import reach
+from correlator.findings import RULES, Rule
 from correlator.latency import Incomplete, Samples, checked_phases, provider_name
 from correlator.model import Event, state_name
 
@@ -51,14 +53,15 @@ CASE WHEN entity_kind <> '' AND entity_id <> '' THEN
     END
 END"""
 
-# $1 release_failed, $2 active job states, $3 unpublished, $4 deleting: state texts as
-# written (findings.reach). "deletes"/"occupies" are supersets of what the rules test
+# The reach of every rule (findings.RULES) as one query. $1: the ``state_to`` texts, as written,
+# that read as "deleting"; then one list of texts per part of a rule's reach that names states
+# (_parts numbers them). "deletes"/"occupies" are supersets of what the rules test
 # (attrs["deleted"], attrs["occupancy"]): reading an entity too many does no harm.
-_CHOSEN: Final = f"""
+_HEAD: Final = f"""
 WITH lifecycle AS MATERIALIZED (
     SELECT rowid AS row_id, ts_ns, hash, entity_kind, entity_id, allocation_id, state_to,
            attrs LIKE '%"occupancy"%' AS occupies,
-           attrs LIKE '%"deleted"%' OR list_contains($4::VARCHAR[], state_to) AS deletes,
+           attrs LIKE '%"deleted"%' OR list_contains($1::VARCHAR[], state_to) AS deletes,
            {_ROLE} AS role
     FROM events WHERE {LIFECYCLE}
 ),
@@ -69,38 +72,60 @@ entities AS (
     FROM lifecycle WHERE role IS NOT NULL GROUP BY ALL
 ),
 projected AS (SELECT count(*) > 0 AS some FROM entities WHERE role = 'projection'),
-stuck AS (
-    SELECT entity_id FROM entities
-    WHERE role = 'allocation' AND list_contains($1::VARCHAR[], last_state)
-),
-occupancy AS (
-    SELECT row_id, role, entity_kind, entity_id FROM lifecycle
-    WHERE occupies AND (allocation_id IN (SELECT entity_id FROM stuck)
-                        OR (role = 'allocation' AND entity_id IN (SELECT entity_id FROM stuck)))
-),
 deleted_allocations AS (
     SELECT DISTINCT l.allocation_id AS entity_id
     FROM lifecycle l JOIN entities e USING (role, entity_kind, entity_id)
     WHERE l.role = 'projection' AND e.deleted AND l.allocation_id IS NOT NULL
-),
-chosen AS (
-    SELECT role, entity_kind, entity_id FROM entities, projected
-    WHERE role = 'projection'
-       OR (role = 'allocation' AND (list_contains($1::VARCHAR[], last_state)
-                                    OR entity_id IN (SELECT entity_id FROM deleted_allocations)))
-       OR (role = 'provider_job' AND (projected.some OR list_contains($2::VARCHAR[], last_state)))
-       OR (role = 'outbox' AND list_contains($3::VARCHAR[], last_state))
-       OR (role = 'vm' AND projected.some)
-    UNION
-    SELECT role, entity_kind, entity_id FROM occupancy WHERE role IS NOT NULL
-),
-picked AS (
-    SELECT row_id, ts_ns, hash FROM lifecycle JOIN chosen USING (role, entity_kind, entity_id)
-    UNION
-    SELECT row_id, ts_ns, hash FROM occupancy JOIN lifecycle USING (row_id)
-)
-SELECT row_id FROM picked ORDER BY ts_ns, hash LIMIT $5
-"""  # noqa: S608 - fixed text
+)"""  # noqa: S608 - fixed text
+
+
+@functools.cache
+def _parts(rules: tuple[Rule, ...]) -> tuple[str, list[frozenset[str]]]:
+    """The query that picks the row ids of every event the rules' reach holds, oldest first,
+    and the state names whose written texts each of its parameters from $2 on lists (the
+    limit is the last parameter).
+
+    Each distinct part of a reach is one ``chosen_<n>`` selection of entities; an allocation
+    read with its occupancy also picks the records that report it (``occupancy_<n>``).
+    """
+    reads = list(dict.fromkeys(part for rule in rules for part in rule.reach))
+    ctes: list[str] = []
+    chosen: list[str] = []
+    occupancy: list[str] = []
+    states: list[frozenset[str]] = []
+    for n, part in enumerate(reads):
+        if part.selects == "latest_in":
+            states.append(part.states)
+            where = f"list_contains(${len(states) + 1}::VARCHAR[], last_state)"
+        elif part.selects == "every":
+            where = "(SELECT projected.some FROM projected)" if part.when_projected else "true"
+        else:  # named_by_deleted_projection
+            where = "entity_id IN (SELECT entity_id FROM deleted_allocations)"
+        # part.role is one of findings.ROLES, checked when the part was made
+        ctes.append(
+            f"chosen_{n} AS (SELECT role, entity_kind, entity_id FROM entities "  # noqa: S608 - rule data, not input
+            f"WHERE role = '{part.role}' AND {where})"
+        )
+        chosen.append(f"SELECT * FROM chosen_{n}")  # noqa: S608 - rule data, not input
+        if part.occupancy:
+            ctes.append(
+                f"occupancy_{n} AS (SELECT row_id, role, entity_kind, entity_id FROM lifecycle "  # noqa: S608 - rule data, not input
+                f"WHERE occupies AND (allocation_id IN (SELECT entity_id FROM chosen_{n}) OR "
+                f"(role = 'allocation' AND entity_id IN (SELECT entity_id FROM chosen_{n}))))"
+            )
+            chosen.append(
+                f"SELECT role, entity_kind, entity_id FROM occupancy_{n} WHERE role IS NOT NULL"  # noqa: S608 - rule data, not input
+            )
+            occupancy.append(f"SELECT row_id FROM occupancy_{n}")  # noqa: S608 - rule data, not input
+    ctes.append("chosen AS (" + " UNION ".join(chosen) + ")")
+    picked = ["SELECT row_id FROM lifecycle JOIN chosen USING (role, entity_kind, entity_id)"]
+    ctes.append("picked AS (" + " UNION ".join(picked + occupancy) + ")")
+    sql = (
+        _HEAD + ",\n" + ",\n".join(ctes) + "\n"  # noqa: S608 - rule data, not input
+        "SELECT p.row_id FROM picked p JOIN lifecycle l USING (row_id) "
+        f"ORDER BY l.ts_ns, l.hash LIMIT ${len(states) + 2}"
+    )
+    return sql, states
 
 
 def _state_texts(cursor: duckdb.DuckDBPyConnection) -> list[str]:
@@ -118,22 +143,19 @@ def lifecycle_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[lis
     return events[:limit], len(events) > limit
 
 
-def finding_events(cursor: duckdb.DuckDBPyConnection, limit: int) -> tuple[list[Event], bool]:
+def finding_events(
+    cursor: duckdb.DuckDBPyConnection, limit: int, rules: tuple[Rule, ...] = RULES
+) -> tuple[list[Event], bool]:
     """The lifecycle events findings can depend on (``Store.finding_events``), oldest first:
-    at most ``limit``, and whether more matched."""
+    at most ``limit``, and whether more matched; ``rules`` whose reach is read (the built-in
+    ones unless a test says otherwise)."""
     cursor.execute("BEGIN TRANSACTION")
     try:
-        wanted = reach(_state_texts(cursor))
-        chosen = cursor.execute(
-            _CHOSEN,
-            [
-                wanted.release_failed,
-                wanted.active_jobs,
-                wanted.unpublished,
-                wanted.deleting,
-                limit + 1,
-            ],
-        ).fetchall()
+        named = sorted((text, state_name(text)) for text in _state_texts(cursor))
+        sql, wanted = _parts(rules)
+        texts = [[text for text, name in named if name in states] for states in wanted]
+        deleting = [text for text, name in named if name == "deleting"]
+        chosen = cursor.execute(sql, [deleting, *texts, limit + 1]).fetchall()
         row_ids = [row_id for (row_id,) in chosen[:limit]]
         events = (
             fetch_events(

@@ -355,7 +355,7 @@ class Store:
 
     def finding_events(self, *, limit: int | None = None) -> tuple[list[Event], bool]:
         """The lifecycle events findings can depend on: every event of each entity that can
-        make a finding or that such a finding consults (``correlator.findings._reach``), not
+        make a finding or that such a finding consults (each rule's reach, ``findings.RULES``), not
         the healthy rest. ``findings.find`` of them equals ``findings.find`` of
         :meth:`lifecycle_events`.
 

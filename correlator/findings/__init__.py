@@ -5,11 +5,14 @@ Pure core: :class:`~correlator.model.Event` values in (any order), :class:`Findi
 out; no store, no I/O. Events are ordered by ``(ts_ns, hash)``, the store's order, so the
 answer does not depend on the input order. State names are compared case-insensitively.
 
-The package: ``_rules`` holds the rules, their thresholds and the order of findings (its
-docstring describes each rule); ``_matching`` groups events by entity and matches projections
-to their provider jobs; ``_types`` holds the state vocabularies, :class:`FindingsConfig` and
-:class:`Finding`; ``_reach`` says which evidence the rules can depend on (:func:`reach`), so
-that the store reads only that. Every public name is re-exported here.
+The package: ``_rules`` holds :data:`RULES`, each rule as data (its docstring describes each):
+its name and kind, its threshold and default, its judgement and its reach (the evidence it can
+depend on, which the store reads and nothing else); ``_rule`` the shape of a rule; ``_judge``
+the threshold and severity every rule shares; ``_config`` :class:`FindingsConfig`, whose fields
+are the rules' thresholds; ``_find`` runs the rules; ``_matching`` groups events by entity and
+matches projections to their provider jobs; ``_types`` holds the state vocabularies and
+:class:`Finding`. Adding a kind of finding is one :class:`Rule` in ``_rules``. Every public
+name is re-exported here.
 
 JSON shape of :meth:`Finding.as_dict`::
 
@@ -30,8 +33,10 @@ for drift, the job's latest and the projection's latest).
 
 from __future__ import annotations
 
-from correlator.findings._reach import Reach, reach
-from correlator.findings._rules import find
+from correlator.findings._config import DEFAULTS, FindingsConfig
+from correlator.findings._find import find
+from correlator.findings._rule import Reads, Rule
+from correlator.findings._rules import RULES
 from correlator.findings._types import (
     ACTIVE_JOB_STATES,
     FINISHED_PROJECTION_STATES,
@@ -40,19 +45,20 @@ from correlator.findings._types import (
     UNPUBLISHED_STATES,
     VM_GONE_STATES,
     Finding,
-    FindingsConfig,
 )
 
 __all__ = [
     "ACTIVE_JOB_STATES",
+    "DEFAULTS",
     "FINISHED_PROJECTION_STATES",
     "PROJECTION_STATES",
     "PROVISIONING_STATES",
+    "RULES",
     "UNPUBLISHED_STATES",
     "VM_GONE_STATES",
     "Finding",
     "FindingsConfig",
-    "Reach",
+    "Reads",
+    "Rule",
     "find",
-    "reach",
 ]

@@ -1,4 +1,4 @@
-"""The findings' rules: what each one looks for, from when it counts, and how it is judged.
+"""The findings' rules: what each one looks for, from when it counts, and what it must read.
 
 Separate from ``_matching`` (which events belong together, which job a projection shows):
 this module decides what is wrong with them.
@@ -35,11 +35,8 @@ the finding; events without ``state_to`` are not transitions):
   not in :data:`VM_GONE_STATES`. The finding is about the VM. Since: the deletion; age: to
   ``now_ns``.
 
-Thresholds: a finding is raised when its age is *strictly greater* than its threshold; an age
-equal to the threshold is not a finding. Ages and thresholds are compared in integer
-nanoseconds (the threshold rounded to the nearest nanosecond). Severity is ``critical`` when
-the age is strictly greater than ``critical_factor`` times the threshold, else ``warning``.
-Findings are sorted critical first, then oldest first, then by rule and entity.
+Each rule is one :class:`~correlator.findings._rule.Rule` in :data:`RULES`, with its threshold,
+its judgement (a function below) and its reach (what the store must read for it).
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from correlator.findings._judge import Judge, evidence, human, label
 from correlator.findings._matching import (
     Index,
     expected_state,
@@ -59,6 +57,7 @@ from correlator.findings._matching import (
     trailing,
     transitions,
 )
+from correlator.findings._rule import Reads, Rule
 from correlator.findings._types import (
     ACTIVE_JOB_STATES,
     FINISHED_PROJECTION_STATES,
@@ -66,111 +65,13 @@ from correlator.findings._types import (
     UNPUBLISHED_STATES,
     VM_GONE_STATES,
     Finding,
-    FindingsConfig,
 )
 from correlator.model import Event
 
-__all__ = ["find"]
-
-_SEVERITY_ORDER: Final = {"critical": 0, "warning": 1}
-_CR_KINDS: Final = frozenset({"cr", "custom_resource", "customresource"})
-#: ``find``'s default: a frozen dataclass, so one shared instance is safe.
-_DEFAULT_CONFIG: Final = FindingsConfig()
+__all__ = ["RULES"]
 
 
-def find(
-    events: Iterable[Event], *, now_ns: int, config: FindingsConfig = _DEFAULT_CONFIG
-) -> list[Finding]:
-    """Every finding the events prove at ``now_ns``.
-
-    Args:
-        events: lifecycle evidence in any order (entity transitions, provider and projection
-            events, records carrying ``occupancy``).
-        now_ns: the reference time, nanoseconds since the UNIX epoch, UTC.
-        config: deadlines and thresholds.
-
-    Returns:
-        Findings, critical first, then oldest first.
-    """
-    index = Index(events)
-    judge = _Judge(now_ns, config)
-    found = [
-        *_release_failed(index, judge),
-        *_overdue_jobs(index, judge),
-        *_unpublished(index, judge),
-        *_drift(index, judge),
-        *_orphans(index, judge),
-    ]
-    found.sort(
-        key=lambda f: (_SEVERITY_ORDER[f.severity], -f.age_s, f.rule, f.entity_kind, f.entity_id)
-    )
-    return found
-
-
-def _human(seconds: float) -> str:
-    """``3h 12m``: whole units, zero units left out."""
-    if 0 < seconds < 1:
-        return f"{seconds:g}s"
-    rest = int(seconds)
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        count, rest = divmod(rest, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return " ".join(parts) or "0s"
-
-
-def _evidence(*events: Event | None) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(e.hash for e in events if e is not None))
-
-
-def _label(kind: str) -> str:
-    return "CR" if kind.lower() in _CR_KINDS else kind
-
-
-class _Judge:
-    """Applies the threshold rule and builds findings."""
-
-    def __init__(self, now_ns: int, config: FindingsConfig) -> None:
-        self.now_ns = now_ns
-        self.config = config
-
-    def over(self, since_ns: int, threshold_s: float, end_ns: int | None = None) -> int | None:
-        """The age in ns when strictly greater than the threshold, else None."""
-        age_ns = (self.now_ns if end_ns is None else end_ns) - since_ns
-        return age_ns if age_ns > round(threshold_s * 1e9) else None
-
-    def make(
-        self,
-        *,
-        kind: str,
-        rule: str,
-        entity: tuple[str, str],
-        since_ns: int,
-        age_ns: int,
-        threshold_s: float,
-        ids: dict[str, str],
-        summary: str,
-        evidence: tuple[int, ...],
-    ) -> Finding:
-        critical = age_ns > round(threshold_s * self.config.critical_factor * 1e9)
-        return Finding(
-            kind=kind,
-            rule=rule,
-            severity="critical" if critical else "warning",
-            entity_kind=entity[0],
-            entity_id=entity[1],
-            since_ns=since_ns,
-            age_s=age_ns / 1e9,
-            threshold_s=threshold_s,
-            summary=summary,
-            ids=ids,
-            evidence=evidence,
-        )
-
-
-def _release_failed(index: Index, judge: _Judge) -> Iterable[Finding]:
-    deadline_s = judge.config.release_failed_deadline_s
+def _release_failed(index: Index, judge: Judge) -> Iterable[Finding]:
     for (kind, allocation), events in index.allocations.items():
         run = trailing(transitions(events), lambda e: state_of(e) == "release_failed")
         occupancy = index.occupancy.get(allocation, [])
@@ -178,82 +79,70 @@ def _release_failed(index: Index, judge: _Judge) -> Iterable[Finding]:
             continue
         if str(occupancy[-1].attrs["occupancy"]).lower() != "cleanup":
             continue
-        age_ns = judge.over(run[0].ts_ns, deadline_s)
+        age_ns = judge.over(run[0].ts_ns)
         if age_ns is None:
             continue
         ids = identifiers(events, occupancy, allocation_id=allocation)
         fenced = f"; node {ids['node_id']} stays fenced" if "node_id" in ids else ""
         yield judge.make(
-            kind="stuck",
-            rule="release_failed_stuck",
             entity=(kind, allocation),
             since_ns=run[0].ts_ns,
             age_ns=age_ns,
-            threshold_s=deadline_s,
             ids=ids,
             summary=(
                 f"allocation {allocation} has been release_failed with occupancy=cleanup for "
-                f"{_human(age_ns / 1e9)} (deadline {_human(deadline_s)}){fenced}"
+                f"{human(age_ns / 1e9)} (deadline {human(judge.threshold_s)}){fenced}"
             ),
             # Entry into the state, the occupancy that makes it stuck, the latest repeat.
-            evidence=_evidence(*sorted((run[0], occupancy[-1], run[-1]), key=order_key)),
+            evidence=evidence(*sorted((run[0], occupancy[-1], run[-1]), key=order_key)),
         )
 
 
-def _overdue_jobs(index: Index, judge: _Judge) -> Iterable[Finding]:
-    deadline_s = judge.config.provision_job_deadline_s
+def _overdue_jobs(index: Index, judge: Judge) -> Iterable[Finding]:
     for job in index.jobs:
         run = trailing(transitions(job.events), lambda e: state_of(e) in ACTIVE_JOB_STATES)
         if not run:
             continue
         started = next((e for e in run if state_of(e) == "running"), None)
         since = started or run[0]
-        age_ns = judge.over(since.ts_ns, deadline_s)
+        age_ns = judge.over(since.ts_ns)
         if age_ns is None:
             continue
         yield judge.make(
-            kind="stuck",
-            rule="provision_job_overdue",
             entity=("provider_job", job.entity_id),
             since_ns=since.ts_ns,
             age_ns=age_ns,
-            threshold_s=deadline_s,
             ids=identifiers(job.events),
             summary=(
-                f"{job.label} has been {run[-1].state_to} for {_human(age_ns / 1e9)} since it "
-                f"{'started' if started else 'was created'} (deadline {_human(deadline_s)})"
+                f"{job.label} has been {run[-1].state_to} for {human(age_ns / 1e9)} since it "
+                f"{'started' if started else 'was created'} (deadline {human(judge.threshold_s)})"
             ),
-            evidence=_evidence(since, run[-1]),
+            evidence=evidence(since, run[-1]),
         )
 
 
-def _unpublished(index: Index, judge: _Judge) -> Iterable[Finding]:
-    deadline_s = judge.config.outbox_publish_deadline_s
+def _unpublished(index: Index, judge: Judge) -> Iterable[Finding]:
     for (kind, row), events in index.outboxes.items():
         run = trailing(transitions(events), lambda e: state_of(e) in UNPUBLISHED_STATES)
         if not run:
             continue
-        age_ns = judge.over(run[0].ts_ns, deadline_s)
+        age_ns = judge.over(run[0].ts_ns)
         if age_ns is None:
             continue
         yield judge.make(
-            kind="stuck",
-            rule="outbox_unpublished",
             entity=(kind, row),
             since_ns=run[0].ts_ns,
             age_ns=age_ns,
-            threshold_s=deadline_s,
             ids=identifiers(events),
             summary=(
-                f"outbox row {row} has been {run[-1].state_to} for {_human(age_ns / 1e9)} "
-                f"without being published (deadline {_human(deadline_s)})"
+                f"outbox row {row} has been {run[-1].state_to} for {human(age_ns / 1e9)} "
+                f"without being published (deadline {human(judge.threshold_s)})"
             ),
-            evidence=_evidence(run[0], run[-1]),
+            evidence=evidence(run[0], run[-1]),
         )
 
 
-def _drift(index: Index, judge: _Judge) -> Iterable[Finding]:
-    threshold_s = judge.config.drift_threshold_s
+def _drift(index: Index, judge: Judge) -> Iterable[Finding]:
     for (kind, name), events in index.projections.items():
         job = index.job_for((kind, name))
         # A deleted projection shows nothing any more: vm_orphaned judges it instead.
@@ -285,11 +174,11 @@ def _drift(index: Index, judge: _Judge) -> Iterable[Finding]:
             continue
         began, by_job, truth_then = start
         measured_to_now = order_key(shown) <= order_key(began)
-        age_ns = judge.over(began.ts_ns, threshold_s, None if measured_to_now else shown.ts_ns)
+        age_ns = judge.over(began.ts_ns, None if measured_to_now else shown.ts_ns)
         if age_ns is None:
             continue
-        age = _human(age_ns / 1e9)
-        subject = f"{_label(kind)} {name}"
+        age = human(age_ns / 1e9)
+        subject = f"{label(kind)} {name}"
         if by_job:
             head = f"{subject} still says {shown.state_to} {age} after {job.label} was "
             head += f"{truth_then.state_to}"
@@ -299,20 +188,17 @@ def _drift(index: Index, judge: _Judge) -> Iterable[Finding]:
             head = f"{subject} has said {shown.state_to} for {age} while {job.label} is "
             head += f"{truth.state_to}"
         measure = (
-            f"no {_label(kind)} update since, measured to now"
+            f"no {label(kind)} update since, measured to now"
             if measured_to_now
             else "measured to its latest snapshot"
         )
         yield judge.make(
-            kind="drift",
-            rule="projection_drift",
             entity=(kind, name),
             since_ns=began.ts_ns,
             age_ns=age_ns,
-            threshold_s=threshold_s,
             ids=identifiers(events, job.events),
-            summary=f"{head} ({measure}; threshold {_human(threshold_s)})",
-            evidence=_evidence(began, *sorted((truth, shown), key=order_key)),
+            summary=f"{head} ({measure}; threshold {human(judge.threshold_s)})",
+            evidence=evidence(began, *sorted((truth, shown), key=order_key)),
         )
 
 
@@ -330,8 +216,7 @@ def _provisioning_at(index: Index, key: tuple[str, str], deletion: Event) -> boo
     return state is not None and state not in FINISHED_PROJECTION_STATES
 
 
-def _orphans(index: Index, judge: _Judge) -> Iterable[Finding]:
-    grace_s = judge.config.orphan_grace_s
+def _orphans(index: Index, judge: Judge) -> Iterable[Finding]:
     reported: set[tuple[str, str]] = set()
     for (kind, name), events in index.projections.items():
         # A deletion may be a snapshot without a status (only a deletionTimestamp).
@@ -347,22 +232,79 @@ def _orphans(index: Index, judge: _Judge) -> Iterable[Finding]:
             vm_states = transitions(vm_events)
             if not vm_states or state_of(vm_states[-1]) in VM_GONE_STATES:
                 continue
-            age_ns = judge.over(deletion.ts_ns, grace_s)
+            age_ns = judge.over(deletion.ts_ns)
             if age_ns is None or (vm_kind, vm) in reported:
                 continue
             reported.add((vm_kind, vm))
             yield judge.make(
-                kind="orphan",
-                rule="vm_orphaned",
                 entity=(vm_kind, vm),
                 since_ns=deletion.ts_ns,
                 age_ns=age_ns,
-                threshold_s=grace_s,
                 ids=identifiers(vm_events, events),
                 summary=(
-                    f"VM {vm} still exists ({vm_states[-1].state_to}) {_human(age_ns / 1e9)} "
-                    f"after {_label(kind)} {name} was deleted during provisioning "
-                    f"(grace {_human(grace_s)})"
+                    f"VM {vm} still exists ({vm_states[-1].state_to}) {human(age_ns / 1e9)} "
+                    f"after {label(kind)} {name} was deleted during provisioning "
+                    f"(grace {human(judge.threshold_s)})"
                 ),
-                evidence=_evidence(deletion, vm_states[-1]),
+                evidence=evidence(deletion, vm_states[-1]),
             )
+
+
+#: Every rule, in the order :func:`~correlator.findings.find` runs them (the findings are
+#: sorted afterwards, so the order decides nothing else).
+RULES: Final[tuple[Rule, ...]] = (
+    Rule(
+        name="release_failed_stuck",
+        kind="stuck",
+        threshold="release_failed_deadline_s",
+        default_s=3600.0,
+        describes="Seconds an allocation may stay ``release_failed`` with "
+        "``occupancy=cleanup`` before it is a finding",
+        judge=_release_failed,
+        reach=(Reads.latest_in("allocation", {"release_failed"}, occupancy=True),),
+    ),
+    Rule(
+        name="provision_job_overdue",
+        kind="stuck",
+        threshold="provision_job_deadline_s",
+        default_s=7200.0,
+        describes="Seconds a provider job may stay pending, waiting or running",
+        judge=_overdue_jobs,
+        reach=(Reads.latest_in("provider_job", ACTIVE_JOB_STATES),),
+    ),
+    Rule(
+        name="outbox_unpublished",
+        kind="stuck",
+        threshold="outbox_publish_deadline_s",
+        default_s=300.0,
+        describes="Seconds an outbox row may stay unpublished",
+        judge=_unpublished,
+        reach=(Reads.latest_in("outbox", UNPUBLISHED_STATES),),
+    ),
+    Rule(
+        name="projection_drift",
+        kind="drift",
+        threshold="drift_threshold_s",
+        default_s=300.0,
+        describes="Seconds a projection may disagree with its provider job",
+        judge=_drift,
+        # Which job a projection shows depends on every job.
+        reach=(Reads.every("projection"), Reads.every("provider_job", when_projected=True)),
+    ),
+    Rule(
+        name="vm_orphaned",
+        kind="orphan",
+        threshold="orphan_grace_s",
+        default_s=600.0,
+        describes="Seconds a VM may outlive the custom resource deleted while it was provisioned",
+        judge=_orphans,
+        # Any VM may share an identifier with a deleted projection; whether the deletion came
+        # during provisioning may depend on the job or on the allocation it names.
+        reach=(
+            Reads.every("projection"),
+            Reads.every("provider_job", when_projected=True),
+            Reads.every("vm", when_projected=True),
+            Reads.named_by_deleted_projection(),
+        ),
+    ),
+)

@@ -1,5 +1,5 @@
-"""The findings' vocabulary: the state sets and the projection table the rules judge by, the
-thresholds (:class:`FindingsConfig`) and the result (:class:`Finding`).
+"""The findings' vocabulary: the state sets and the projection table the rules judge by, and
+the result (:class:`Finding`).
 
 Separate from the package's ``__init__`` so that ``_matching`` and ``_rules`` can import them
 without a cycle; ``correlator.findings`` re-exports every public name. State names are
@@ -8,12 +8,9 @@ lower-case: the rules compare states case-insensitively.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-
-from correlator.errors import QueryError
 
 __all__ = [
     "ACTIVE_JOB_STATES",
@@ -23,7 +20,6 @@ __all__ = [
     "UNPUBLISHED_STATES",
     "VM_GONE_STATES",
     "Finding",
-    "FindingsConfig",
 ]
 
 #: Provider-job states that are not finished: AAP new/pending/waiting/running, EDA
@@ -67,40 +63,6 @@ PROJECTION_STATES: Final[Mapping[str, Mapping[str, str]]] = {
         "stopped": "Canceled",
     },
 }
-
-
-@dataclass(frozen=True, slots=True)
-class FindingsConfig:
-    """Deadlines and thresholds, in seconds (a finding needs an age strictly greater).
-
-    Attributes:
-        release_failed_deadline_s: ``release_failed`` with ``occupancy=cleanup`` longer than this.
-        provision_job_deadline_s: a provider job pending/waiting/running longer than this.
-        outbox_publish_deadline_s: an outbox row unpublished longer than this.
-        drift_threshold_s: a projection disagreeing with its source of truth longer than this.
-        orphan_grace_s: a VM still existing this long after its CR was deleted.
-        critical_factor: severity is critical past this multiple of the threshold.
-
-    Raises:
-        QueryError: a value is negative, not finite, or not a number; ``critical_factor`` < 1.
-    """
-
-    release_failed_deadline_s: float = 3600.0
-    provision_job_deadline_s: float = 7200.0
-    outbox_publish_deadline_s: float = 300.0
-    drift_threshold_s: float = 300.0
-    orphan_grace_s: float = 600.0
-    critical_factor: float = 4.0
-
-    def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise QueryError(f"{name} must be a number of seconds, not {value!r}")
-            if not math.isfinite(value) or value < 0:
-                raise QueryError(f"{name} must be a finite number >= 0, not {value!r}")
-        if self.critical_factor < 1:
-            raise QueryError(f"critical_factor must be >= 1, not {self.critical_factor!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ lifecycle event read as events."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from correlator import _lifecycle
 from correlator.errors import QueryError
-from correlator.findings import FindingsConfig, find
+from correlator.findings import DEFAULTS, RULES, Finding, FindingsConfig, Reads, Rule, find
+from correlator.findings._judge import Judge
+from correlator.findings._matching import Index
 from correlator.latency import DEFAULT_PHASES, latency, statistics
 from correlator.model import Event
 from correlator.store import Store
@@ -168,6 +172,65 @@ def test_the_limit_keeps_the_oldest_and_says_so(memory_store: Store) -> None:
 
 def test_an_empty_store_has_nothing_to_read(memory_store: Store) -> None:
     assert memory_store.finding_events() == ([], False)
+
+
+# -- a rule is one object: its reach is read, and nothing reads for a rule without one ------
+
+
+def _parked_outboxes(index: Index, judge: Judge) -> Iterable[Finding]:
+    """A made-up rule: an outbox row whose latest state is ``parked``."""
+    for (kind, row), events in index.outboxes.items():
+        if events[-1].state_to == "parked" and (age := judge.over(events[-1].ts_ns)):
+            yield judge.make(
+                entity=(kind, row),
+                since_ns=events[-1].ts_ns,
+                age_ns=age,
+                ids={},
+                summary=f"{row} parked",
+                evidence=(events[-1].hash,),
+            )
+
+
+PARKED = Rule(
+    name="outbox_parked",
+    kind="stuck",
+    threshold="outbox_parked_deadline_s",
+    default_s=60.0,
+    describes="Seconds an outbox row may stay parked",
+    judge=_parked_outboxes,
+    reach=(Reads.latest_in("outbox", {"parked"}),),
+)
+
+
+def test_a_new_rule_brings_its_variable_and_its_reach(memory_store: Store) -> None:
+    parked = [outbox(0, "created", "ob-9"), outbox(M, "parked", "ob-9")]
+    published = [outbox(0, "created", "ob-1"), outbox(M, "published", "ob-1")]
+    store = stored(memory_store, [*parked, *published])
+    cursor = store.cursor()
+    try:
+        without, _ = _lifecycle.finding_events(cursor, 100)
+        with_it, _ = _lifecycle.finding_events(cursor, 100, (*RULES, PARKED))
+    finally:
+        cursor.close()
+
+    assert PARKED.variable == "CORRELATOR_FINDINGS_OUTBOX_PARKED_DEADLINE_S"
+    assert hashes(without) == set()
+    assert hashes(with_it) == hashes(parked)  # the whole row, not just its latest event
+    judge = Judge(PARKED.name, PARKED.kind, now_ns=NOW, threshold_s=60.0, critical_factor=4.0)
+    assert [f.entity_id for f in PARKED.judge(Index(with_it), judge)] == ["ob-9"]
+
+
+def test_a_rule_without_a_reach_is_refused() -> None:
+    with pytest.raises(ValueError, match="rule 'outbox_parked' reads nothing: give its reach"):
+        dataclasses.replace(PARKED, reach=())
+    with pytest.raises(ValueError, match="unknown role 'node'"):
+        Reads.every("node")
+
+
+def test_every_rule_has_its_own_name_variable_and_field() -> None:
+    assert len({rule.name for rule in RULES}) == len(RULES)
+    assert list(DEFAULTS) == [*dict.fromkeys(rule.threshold for rule in RULES), "critical_factor"]
+    assert all(rule.variable.startswith("CORRELATOR_FINDINGS_") for rule in RULES)
 
 
 # -- the same findings either way, on made-up stores --------------------------------------
