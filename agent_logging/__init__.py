@@ -22,9 +22,9 @@ from typing import Any
 from agent_logging import _context, _otel, _propagation, _state
 from agent_logging._config import Settings, configure, get_logger, shutdown
 from agent_logging._context import bind, bound, unbind
-from agent_logging._ids import check_id, new_correlation_id
+from agent_logging._ids import new_correlation_id
 from agent_logging._threads import ContextThreadPoolExecutor, carry_context
-from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS, OWNER_LAYERS
+from agent_logging._types import OWNER_LAYERS
 from agent_logging.errors import (
     AgentLoggingError,
     ConfigurationError,
@@ -32,6 +32,7 @@ from agent_logging.errors import (
     SpoolError,
     SpoolFullError,
 )
+from agent_logging.schema import CONTEXT_KEYS, IDENTIFIER_KEYS, check_id
 
 __all__ = [
     "CONTEXT_KEYS",

@@ -20,7 +20,6 @@ import structlog
 
 from agent_logging import _environ, _state
 from agent_logging._bound import BoundLogger
-from agent_logging._ids import check_id
 from agent_logging._pipeline import Pipeline, Processor, Sink
 from agent_logging._propagation import ids_from_env
 from agent_logging._sinks import ConsoleSink, RotatingFileSink, StreamSink
@@ -28,6 +27,7 @@ from agent_logging._stdlib import StdlibBridge
 from agent_logging._types import LAYERS, EventDict
 from agent_logging.errors import ConfigurationError
 from agent_logging.owner import DEFAULT_RULES, OwnerRule, rules_with_defaults
+from agent_logging.schema import check_id
 
 __all__ = ["Settings", "configure", "dispatch", "get_logger", "shutdown"]
 

@@ -14,7 +14,7 @@ from contextvars import ContextVar, Token
 from types import MappingProxyType
 from typing import Final
 
-from agent_logging._ids import check_id
+from agent_logging.schema import check_id
 
 __all__ = ["bind", "bound", "current", "set_ids", "unbind"]
 

@@ -32,8 +32,9 @@ from agent_logging import _context
 from agent_logging._processors import add_span_ids, current_context
 from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
-from agent_logging._render import MAX_LINE_BYTES, OPTIONS, fallback, rfc3339_ns
-from agent_logging._types import CONTEXT_KEYS, EventDict
+from agent_logging._render import MAX_LINE_BYTES, OPTIONS, fallback
+from agent_logging._types import EventDict
+from agent_logging.schema import CONTEXT_KEYS, rfc3339_ns
 
 __all__ = ["NOT_PLAIN", "DirectLines", "Envelope"]
 

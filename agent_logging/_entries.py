@@ -16,7 +16,7 @@ from typing import Final, NamedTuple, Protocol, TypeVar
 
 import orjson
 
-from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS
+from agent_logging.schema import LABEL_NAMES, METADATA_KEYS
 
 __all__ = [
     "LABEL_NAMES",
@@ -28,13 +28,6 @@ __all__ = [
     "entry_from_record",
     "render_labels",
 ]
-
-#: Stream labels (DESIGN §5): few, static, low cardinality. ``node_id`` only when asked for.
-LABEL_NAMES: Final = ("service_name", "layer", "env", "node_id")
-
-#: Record keys shipped as structured metadata, in this order: queryable without a parser
-#: (``| allocation_id="a-9"``) yet never a label, so they cost no streams.
-METADATA_KEYS: Final = (*IDENTIFIER_KEYS, *TRACE_KEYS, "level")
 
 #: Loki's own name for a stream whose service is unknown (its ``discover_service_name``
 #: fallback). Used only when neither the record nor the defaults name any label, because Loki

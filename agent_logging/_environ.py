@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS
 
 SERVICE: Final = "AGENT_LOGGING_SERVICE"
 """The service name (label ``service_name`` in Loki). Default: the program's name."""

@@ -19,8 +19,9 @@ from agent_logging._direct import NOT_PLAIN, DirectLines, Envelope
 from agent_logging._processors import add_error, add_span_ids, check_call_site_ids
 from agent_logging._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging._redact import redact
-from agent_logging._render import render, rfc3339_ns
-from agent_logging._types import IDENTIFIER_KEYS, EventDict
+from agent_logging._render import render
+from agent_logging._types import EventDict
+from agent_logging.schema import IDENTIFIER_KEYS, rfc3339_ns
 
 __all__ = ["ENVELOPE_FIELDS", "LEVELS", "Pipeline", "Processor", "Sink"]
 

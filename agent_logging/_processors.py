@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from agent_logging import _context, _otel, _state
-from agent_logging._ids import MAX_ID_LENGTH, problem
 from agent_logging._secrets import redact_text
-from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS, OWNER_LAYERS, EventDict
+from agent_logging._types import OWNER_LAYERS, EventDict
 from agent_logging.owner import error_info
+from agent_logging.schema import CONTEXT_KEYS, IDENTIFIER_KEYS, MAX_ID_LENGTH, id_problem
 
 __all__ = [
     "add_error",
@@ -117,9 +117,9 @@ def _call_site_problem(event_dict: EventDict, key: str, value: object) -> str | 
             return f"is an integer longer than {MAX_ID_LENGTH} digits"
     if type(value) is str and passed.get(value) == key:
         return None
-    reason = problem(key, value)
+    reason = id_problem(key, value)
     if reason is None:
-        remember_passed(key, value)  # type: ignore[arg-type]  # problem() proved it is a str
+        remember_passed(key, value)  # type: ignore[arg-type]  # id_problem() proved it is a str
     return reason
 
 
@@ -147,7 +147,7 @@ def reject_trace_id(event_dict: EventDict, key: str, value: object, reason: str)
         reason: ``problem``'s sentence, which never quotes the value.
     """
     bound = _context.current().get(key)
-    if bound is not None and problem(key, bound) is None:
+    if bound is not None and id_problem(key, bound) is None:
         event_dict[key] = bound
     else:
         del event_dict[key]

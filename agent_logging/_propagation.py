@@ -20,9 +20,8 @@ from typing import Final
 from urllib.parse import quote, unquote
 
 from agent_logging import _environ
-from agent_logging._ids import problem
 from agent_logging._secrets import redact_text
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, id_problem
 
 __all__ = [
     "CORRELATION_HEADER",
@@ -125,7 +124,7 @@ def parse_headers(headers: object) -> tuple[dict[str, str], list[str]]:
         elif name == "x-correlation-id":
             correlation_header = value.strip()
     if correlation_header is not None and "correlation_id" not in ids:
-        reason = problem("correlation_id", correlation_header)
+        reason = id_problem("correlation_id", correlation_header)
         if reason is None:
             ids["correlation_id"] = correlation_header
         else:
@@ -150,7 +149,7 @@ def _parse_traceparent(value: str, ids: dict[str, str], problems: list[str]) -> 
         problems.append(f"traceparent header has an invalid version: {_shown(value)}")
         return
     for key, candidate in (("trace_id", trace_id), ("span_id", span_id)):
-        reason = problem(key, candidate)
+        reason = id_problem(key, candidate)
         if reason is not None:
             problems.append(f"traceparent header: {key} {reason}")
             return
@@ -174,7 +173,7 @@ def _parse_baggage(value: str, ids: dict[str, str], problems: list[str]) -> None
         raw = rest.split(";", 1)[0].strip()
         # Invalid UTF-8 after decoding becomes U+FFFD, which the identifier check refuses.
         decoded = unquote(raw, errors="replace") if "%" in raw else raw
-        reason = problem(key, decoded)
+        reason = id_problem(key, decoded)
         if reason is None:
             ids[key] = decoded
         else:
@@ -198,7 +197,7 @@ def ids_from_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]
         value = environ.get(name)
         if value is None or value == "":
             continue
-        reason = problem(key, value)
+        reason = id_problem(key, value)
         if reason is None:
             ids[key] = value
         else:

@@ -46,7 +46,6 @@ from typing import Any, Final
 from urllib.parse import ParseResult, ParseResultBytes, SplitResult, SplitResultBytes
 from uuid import UUID
 
-from agent_logging._ids import problem
 from agent_logging._processors import passed, reject_trace_id, remember_passed
 from agent_logging._secrets import (
     CLEAN_MAX_CHARS,
@@ -58,7 +57,8 @@ from agent_logging._secrets import (
     scan_unfiltered,
 )
 from agent_logging._sensitive_keys import is_sensitive_key
-from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS, EventDict
+from agent_logging._types import EventDict
+from agent_logging.schema import IDENTIFIER_KEYS, TRACE_KEYS, id_problem
 
 __all__ = ["REDACTED", "is_sensitive_key", "redact", "redact_text", "redact_value"]
 
@@ -365,7 +365,7 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
         if kind:
             if kind == _TRACE_ID:
                 if not (type(value) is str and passed.get(value) == key):
-                    reason = problem(key, value)
+                    reason = id_problem(key, value)
                     if reason is not None:
                         # The trace ids come first in the plan: nothing else was looked at
                         # yet. The record has a new shape (rejected_ids, perhaps

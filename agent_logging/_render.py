@@ -9,12 +9,12 @@ cost less. Objects it cannot encode fall back to ``str()``; if orjson refuses th
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Final
 
 import orjson
 
-from agent_logging._types import CONTEXT_KEYS, EventDict
+from agent_logging._types import EventDict
+from agent_logging.schema import CONTEXT_KEYS, rfc3339_ns
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -34,26 +34,6 @@ _TRUNCATE_TO: Final = TRUNCATE_TO_CHARS
 
 #: orjson's options for a record (:func:`render`), with :func:`fallback` as its ``default``.
 OPTIONS: Final = orjson.OPT_NON_STR_KEYS
-
-# The date and time up to the second, with the dot, by the decimal digits of the second:
-# records come many per second, so only the nanoseconds are formatted per call. One tuple,
-# replaced whole: threads read it safely.
-_second_prefix: tuple[str, str] = ("", "")
-
-
-def rfc3339_ns(ts_ns: int) -> str:
-    """``2026-11-22T13:11:19.123456789Z`` for a UNIX time in nanoseconds."""
-    global _second_prefix
-    if ts_ns < 1_000_000_000:  # before 1970-01-01T00:00:01: not worth a fast path
-        seconds, nanos = divmod(ts_ns, 1_000_000_000)
-        return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{nanos:09d}Z"
-    # The last nine decimal digits are the nanoseconds, zero-padded; the others the second.
-    digits = str(ts_ns)
-    cached = _second_prefix
-    if digits[:-9] != cached[0]:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(ts_ns // 1_000_000_000))
-        cached = _second_prefix = (digits[:-9], stamp)
-    return cached[1] + digits[-9:] + "Z"
 
 
 def fallback(value: object) -> object:

@@ -15,7 +15,7 @@ import itertools
 import random
 from typing import TYPE_CHECKING, Any, Final
 
-from correlator.sources._time import format_rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 
 if TYPE_CHECKING:
     from benchmarks.fleet import Writer
@@ -87,7 +87,7 @@ class AllocationEvents:
             ts_ns,
             "node",
             {
-                "ts": format_rfc3339_ns(ts_ns),
+                "ts": rfc3339_ns(ts_ns),
                 "level": "info",
                 "event": "heartbeat",
                 "service": "node-agent",
@@ -102,7 +102,7 @@ class AllocationEvents:
 
     def _record(self, ts_ns: int, layer: str, service: str, event: str, **fields: Any) -> None:
         record = {
-            "ts": format_rfc3339_ns(ts_ns),
+            "ts": rfc3339_ns(ts_ns),
             "level": "info",
             "event": event,
             "service": service,

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import orjson
 
-from agent_logging._render import rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 
 __all__ = [
     "API_SKEW_NS",

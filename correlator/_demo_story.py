@@ -16,7 +16,7 @@ from typing import Final
 
 import orjson
 
-from agent_logging._render import rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 from correlator._demo_evidence import (
     API_SKEW_NS,
     Writer,

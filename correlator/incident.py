@@ -12,16 +12,14 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from agent_logging._ids import problem
-from agent_logging._render import rfc3339_ns
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
+from agent_logging.schema import id_problem, rfc3339_ns
 from correlator import graph, timeline, verdict
 from correlator._collector import collector_paused
 from correlator._parents import ParentQuery
 from correlator._seed import Seed
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import IDENTIFIER_KEYS, Event, hash_text
-from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 
 __all__ = [
@@ -98,7 +96,7 @@ def resolve_seed(store: Store, text: str) -> tuple[str, str]:
 def check_seed(key: str, value: str) -> tuple[str, str]:
     if key not in IDENTIFIER_KEYS:
         raise QueryError(f"unknown identifier {key!r}; use one of {', '.join(IDENTIFIER_KEYS)}")
-    reason = problem(key, value)
+    reason = id_problem(key, value)
     if reason is not None:
         raise QueryError(f"{key} {reason}")
     return key, value
@@ -146,7 +144,7 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
         lose bits past 2**53) and ``raw``.
     """
     ts_ns = event.ts_ns
-    shown: dict[str, Any] = {"ts": format_rfc3339_ns(ts_ns), "ts_ns": ts_ns}
+    shown: dict[str, Any] = {"ts": rfc3339_ns(ts_ns), "ts_ns": ts_ns}
     if corrected_ns is not None and corrected_ns != ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
     shown["layer"] = event.layer  # layer and source are never None (NOT NULL in the store)
@@ -278,7 +276,7 @@ def timeline_for(
         raise QueryError("limit must be at least 1")
     if from_ns is not None and to_ns is not None and from_ns >= to_ns:
         raise QueryError(
-            f"the window from {format_rfc3339_ns(from_ns)} to {format_rfc3339_ns(to_ns)} holds "
+            f"the window from {rfc3339_ns(from_ns)} to {rfc3339_ns(to_ns)} holds "
             "nothing: 'from' must be before 'to'"
         )
     with collector_paused():

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from agent_logging._types import CONTEXT_KEYS
+from agent_logging.schema import CONTEXT_KEYS, SERVICE_LABEL
 from correlator.errors import QueryError
 
 __all__ = [
@@ -43,7 +43,7 @@ LABEL_NAME_RE: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 #: Every stream that has a service name: LogQL requires at least one matcher that does not
 #: match the empty string, and ``agent_logging`` always sets ``service_name``.
-DEFAULT_BASE_SELECTOR: Final = '{service_name=~".+"}'
+DEFAULT_BASE_SELECTOR: Final = f'{{{SERVICE_LABEL}=~".+"}}'
 
 # Go's strconv escapes for the control characters that have a short form; the rest of C0 and
 # DEL are written as \xNN (valid UTF-8 once decoded, unlike \x80-\xff).

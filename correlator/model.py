@@ -13,6 +13,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from agent_logging import schema
+
 __all__ = [
     "ENTITY_FIELDS",
     "EVENT_COLUMNS",
@@ -29,32 +31,12 @@ __all__ = [
     "state_name",
 ]
 
-IDENTIFIER_KEYS: Final = (
-    "node_id",
-    "node_instance_id",
-    "correlation_id",
-    "allocation_id",
-    "workflow_id",
-)
-
-#: Evidence layers: the five of DESIGN §1 plus the provider job itself (AAP/EDA) and
-#: projections of it (a Kubernetes custom resource's status).
-LAYERS: Final = ("node", "ingress", "api", "workflow", "db", "provider", "projection")
-
-OWNER_LAYERS: Final = (
-    "deploy",
-    "cert",
-    "ingress",
-    "api_auth",
-    "api",
-    "workflow_state",
-    "db",
-    "node",
-    "provider",
-    "unknown",
-)
-
-LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+#: The identifiers, the layers, the owner layers and the levels are the evidence schema's
+#: (``agent_logging.schema``): every part of the project names them from there.
+IDENTIFIER_KEYS: Final = schema.IDENTIFIER_KEYS
+LAYERS: Final = schema.EVIDENCE_LAYERS
+OWNER_LAYERS: Final = schema.OWNER_LAYERS
+LEVELS: Final = schema.LEVELS
 
 SOURCE_KINDS: Final = ("ndjson", "agent", "nginx", "postgres", "workflow", "k8s", "aap", "loki")
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import orjson
 
-from correlator.sources._time import format_rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 
 __all__ = ["html_page", "print_findings", "print_latency", "print_timeline"]
 
@@ -86,7 +86,7 @@ def print_timeline(data: dict[str, Any]) -> None:
             lines.append(paint(f"… gap of {gap['seconds']} s …", "dim"))
         stamp = event["ts"]
         if "corrected_ts_ns" in event:
-            stamp = format_rfc3339_ns(event["corrected_ts_ns"])[:-1] + "*"
+            stamp = rfc3339_ns(event["corrected_ts_ns"])[:-1] + "*"
         if stamp[:10] != day:
             day = stamp[:10]
             lines.append(paint(f"── {day} ──", "bold"))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, LAYERS
 from dashboards.build import (
     Dashboard,
     DataLink,
@@ -64,7 +64,7 @@ __all__ = [
 ANY_WHEN_EMPTY: Final = "_empty_means_any"
 
 #: The layers of DESIGN §3 in the order an incident travels through them.
-LAYER_ORDER: Final = ("node", "ingress", "api", "workflow", "db")
+LAYER_ORDER: Final = LAYERS
 
 #: The ``env`` label as chosen in the ``env`` variable (``.+`` for All).
 _ENV: Final = "env=~`${env:regex}`"

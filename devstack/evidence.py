@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import orjson
 
-from agent_logging._render import rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 from correlator.model import Event, Reject
 from devstack.config import ENV, StackConfig
 from devstack.projector import snapshot

@@ -50,10 +50,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
-from agent_logging._types import LAYERS, OWNER_LAYERS
+from agent_logging._types import OWNER_LAYERS
 from agent_logging.errors import ConfigurationError
 from agent_logging.owner._rule import OwnerRule, compile_patterns
 from agent_logging.owner._table import DEFAULT_RULES
+from agent_logging.schema import EVIDENCE_LAYERS
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -89,7 +90,7 @@ _ERRNO_RANGE: Final = (-4095, 65535)
 
 # Layers a failure can be logged at: the library's, and those of evidence the correlator reads
 # from other sources (an AAP job is ``provider``; a Kubernetes custom resource ``projection``).
-_EVIDENCE_LAYERS: Final = LAYERS | {"provider", "projection"}
+_EVIDENCE_LAYERS: Final = frozenset(EVIDENCE_LAYERS)
 _RULE_OWNER_LAYERS: Final = OWNER_LAYERS - {"unknown"}
 
 _TOP_KEYS: Final = ("rule", "version")

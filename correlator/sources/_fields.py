@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from agent_logging._ids import MAX_ID_LENGTH, problem
+from agent_logging.schema import MAX_ID_LENGTH, id_problem
 from correlator.model import IDENTIFIER_KEYS
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # agent_logging._ids' rule for the five identifiers, as one regex so that the common case is a
-# single C call; tests/correlator/sources/test_ndjson.py proves it agrees with problem().
+# single C call; tests/correlator/sources/test_ndjson.py proves it agrees with id_problem().
 _SAFE_ID: Final = re.compile(rf"[A-Za-z0-9._:/@+~-]{{1,{MAX_ID_LENGTH}}}")
 HEX32: Final = re.compile(r"[0-9a-f]{32}")
 HEX16: Final = re.compile(r"[0-9a-f]{16}")
@@ -110,7 +110,7 @@ def take_id(key: str, value: object, rejected: dict[str, str]) -> str | None:
             return value
     elif type(value) is int and key in IDENTIFIER_KEYS:
         return take_id(key, str(value), rejected)
-    rejected[key] = problem(key, value) or "is not acceptable"
+    rejected[key] = id_problem(key, value) or "is not acceptable"
     return None
 
 

@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent_logging._ids import problem
 from agent_logging._propagation import parse_headers
+from agent_logging.schema import id_problem
 from correlator.model import Event, Reject, content_hash
 from correlator.sources._lines import line_reject
 
@@ -119,7 +119,7 @@ def _identifiers(fields: Mapping[str, str | None], attrs: dict[str, Any]) -> dic
     request_id = fields.get("request_id")
     if request_id:
         attrs["request_id"] = clip(request_id)
-        reason = problem("correlation_id", request_id)
+        reason = id_problem("correlation_id", request_id)
         if reason is not None:
             rejected["request_id"] = f"correlation_id {reason}"
         elif "correlation_id" not in ids:

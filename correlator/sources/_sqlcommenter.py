@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
-from agent_logging._ids import problem
 from agent_logging._propagation import parse_headers
+from agent_logging.schema import id_problem
 from correlator.model import IDENTIFIER_KEYS
 
 __all__ = ["Identified", "identifiers", "sqlcommenter_tags"]
@@ -131,7 +131,7 @@ def identifiers(fields: Mapping[str, str]) -> Identified:
     tags = sqlcommenter_tags(statement) or sqlcommenter_tags(fields.get("message", ""))
     for key, value in tags.items():
         if key in IDENTIFIER_KEYS:
-            reason = problem(key, value)
+            reason = id_problem(key, value)
             if reason is None:
                 ids[key] = value
             else:
@@ -171,7 +171,7 @@ def _application_pairs(
                 "PostgreSQL keeps"
             )
             continue
-        reason = problem(key, value)
+        reason = id_problem(key, value)
         if reason is None:
             pairs[key] = value
         else:

@@ -24,7 +24,6 @@ __all__ = [
     "MAX_NS",
     "MIN_NS",
     "OUT_OF_RANGE",
-    "format_rfc3339_ns",
     "parse_epoch_seconds_ns",
     "parse_nginx_error_ns",
     "parse_nginx_local_ns",
@@ -127,9 +126,6 @@ _AMBIGUOUS_ZONES: Final = frozenset({"CST", "IST"})
 # are new, 11 % of its minutes), and a miss costs the regex, a date and the checks.
 _rfc3339_minutes: dict[str, int] = {}
 _nginx_local: dict[str, int] = {}
-# format_rfc3339_ns: days since the epoch to ``YYYY-MM-DD``; 0 to 99 as two digits.
-_day_text: dict[int, str] = {}
-_TWO_DIGITS: Final = tuple(f"{number:02d}" for number in range(100))
 
 
 def _seconds(text: str, year: str, month: str, day: str, hh: str, mm: str, ss: str) -> int:
@@ -217,35 +213,6 @@ def parse_rfc3339_ns(text: str) -> int:
     if offset in ("Z", "z") and text[10] == "T" and MIN_NS <= minute_ns <= MAX_NS - 61 * _NS:
         _remember(_rfc3339_minutes, text[:16], minute_ns)
     return ts_ns
-
-
-def format_rfc3339_ns(ts_ns: int) -> str:
-    """The canonical form :func:`parse_rfc3339_ns` reads fastest: nine digits and ``Z``.
-
-    Args:
-        ts_ns: nanoseconds since the UNIX epoch, UTC (years 1 to 9999).
-
-    Returns:
-        e.g. ``2026-11-22T13:11:19.123456789Z``.
-
-    Raises:
-        ValueError: the instant is outside years 1 to 9999.
-    """
-    # The day comes from a cache: a timeline of a busy node formats 10,000 instants over a
-    # few weeks, and the date is most of what one costs. Its instants are in seconds of their
-    # own, so the time of day is not cached but put together from two-digit strings: a
-    # cache of every second of the day (86,400 entries) missed the processor's caches and
-    # cost a third more (``benchmarks/RESULTS.md``, tenth session).
-    seconds, fraction = divmod(ts_ns, _NS)
-    days, second_of_day = divmod(seconds, 86_400)
-    day = _day_text.get(days)
-    if day is None:
-        day = date.fromordinal(days + _EPOCH_ORDINAL).isoformat()
-        _remember(_day_text, days, day)
-    hour, rest = divmod(second_of_day, 3600)
-    minute, second = divmod(rest, 60)
-    two = _TWO_DIGITS
-    return f"{day}T{two[hour]}:{two[minute]}:{two[second]}.{fraction:09d}Z"
 
 
 def parse_nginx_local_ns(text: str) -> int:

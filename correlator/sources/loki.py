@@ -34,6 +34,7 @@ from typing import Any, Final
 import orjson
 
 from agent_logging._loki_client import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
+from agent_logging.schema import CONTEXT_KEYS, LAYER_LABEL, METADATA_KEYS, SERVICE_LABEL
 from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
 from correlator.sources._fields import normalise_level, take_id
@@ -48,30 +49,10 @@ _SOURCE: Final = "loki"
 MAX_PAGE_LIMIT: Final = DEFAULT_QUERY_LIMIT
 
 _MAX_MESSAGE_CHARS: Final = 1000
-_LABELS_TAKEN: Final = frozenset(
-    {
-        "layer",
-        "service_name",
-        "level",
-        "detected_level",
-        "node_id",
-        "node_instance_id",
-        "correlation_id",
-        "allocation_id",
-        "workflow_id",
-        "trace_id",
-        "span_id",
-    }
-)
-_ID_LABELS: Final = (
-    "node_id",
-    "node_instance_id",
-    "correlation_id",
-    "allocation_id",
-    "workflow_id",
-    "trace_id",
-    "span_id",
-)
+# What an entry's stream and structured metadata say that the event takes as a field of its
+# own (the stream schema's labels and metadata keys, and the level Loki detects).
+_LABELS_TAKEN: Final = frozenset({LAYER_LABEL, SERVICE_LABEL, *METADATA_KEYS, "detected_level"})
+_ID_LABELS: Final = CONTEXT_KEYS
 
 
 def fetch(

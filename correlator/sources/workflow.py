@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import orjson
 
+from agent_logging.schema import rfc3339_ns
 from correlator.errors import QueryError, SourceError
 from correlator.model import Event, Reject, content_hash
 from correlator.sources._fields import take_id
@@ -47,7 +48,6 @@ from correlator.sources._time import (
     MAX_NS,
     MIN_NS,
     OUT_OF_RANGE,
-    format_rfc3339_ns,
     parse_rfc3339_ns,
 )
 
@@ -388,7 +388,7 @@ def _read(
 def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reject:
     ts_ns = _ts_ns(fields.get("ts"))
     if ts_ns is not None:
-        fields["ts"] = format_rfc3339_ns(ts_ns)
+        fields["ts"] = rfc3339_ns(ts_ns)
     fields.setdefault("entity_kind", "allocation")
     # psycopg reads jsonb with the stdlib's parser, which keeps integers past 64 bits; orjson
     # cannot write them (default= is not asked about integers).

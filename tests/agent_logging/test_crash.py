@@ -33,7 +33,7 @@ import pytest
 import agent_logging
 from agent_logging import _state
 from agent_logging._durable import Durable
-from agent_logging._render import rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 from tests.agent_logging.durable_child import BATCH_MAX_BYTES
 from tests.lokisim import LokiServer
 from tests.lokisim.fixtures import LOKI_TENANT_ENV

@@ -19,7 +19,8 @@ from agent_logging import _context
 from agent_logging._direct import NOT_PLAIN, DirectLines
 from agent_logging._pipeline import Pipeline
 from agent_logging._render import MAX_LINE_BYTES
-from agent_logging._types import IDENTIFIER_KEYS, EventDict
+from agent_logging._types import EventDict
+from agent_logging.schema import IDENTIFIER_KEYS
 
 _TRACER = TracerProvider().get_tracer("test_direct")
 

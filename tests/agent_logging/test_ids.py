@@ -4,8 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_logging._ids import check_id, new_correlation_id, new_span_id, new_trace_id, problem
+from agent_logging._ids import new_correlation_id, new_span_id, new_trace_id
 from agent_logging.errors import InvalidIdentifierError
+from agent_logging.schema import check_id, id_problem
 
 ALLOWED = "allowed: ASCII letters, digits and . _ : / @ + ~ -"
 W3C_TRACE = "must be 32 lower-case hex digits, not all zero (W3C trace-context)"
@@ -27,7 +28,7 @@ KEYS = "node_id, node_instance_id, correlation_id, allocation_id, workflow_id, t
     ],
 )
 def test_acceptable_identifiers(key: str, value: str) -> None:
-    assert problem(key, value) is None
+    assert id_problem(key, value) is None
     assert check_id(key, value) == value
 
 
@@ -67,7 +68,7 @@ def test_acceptable_identifiers(key: str, value: str) -> None:
 def test_unsafe_identifiers_are_refused_with_the_reason(
     key: str, value: object, reason: str
 ) -> None:
-    assert problem(key, value) == reason
+    assert id_problem(key, value) == reason
     with pytest.raises(InvalidIdentifierError) as info:
         check_id(key, value)
     assert info.value.key == key
@@ -85,15 +86,15 @@ def test_integer_identifiers_become_text() -> None:
 
 
 def test_minted_ids_are_valid_and_distinct() -> None:
-    assert problem("trace_id", new_trace_id()) is None
-    assert problem("span_id", new_span_id()) is None
-    assert problem("correlation_id", new_correlation_id()) is None
+    assert id_problem("trace_id", new_trace_id()) is None
+    assert id_problem("span_id", new_span_id()) is None
+    assert id_problem("correlation_id", new_correlation_id()) is None
     assert len({new_correlation_id() for _ in range(100)}) == 100
 
 
 @given(st.text(max_size=300))
 def test_problem_never_raises_and_agrees_with_check(value: str) -> None:
-    reason = problem("allocation_id", value)
+    reason = id_problem("allocation_id", value)
     if reason is None:
         assert check_id("allocation_id", value) == value
     else:

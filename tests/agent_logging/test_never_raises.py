@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agent_logging
-from agent_logging._ids import problem
-from agent_logging._types import CONTEXT_KEYS, IDENTIFIER_KEYS
+from agent_logging.schema import CONTEXT_KEYS, IDENTIFIER_KEYS, id_problem
 from tests.conftest import Captured
 
 Capture = Callable[..., Captured]
@@ -191,7 +190,7 @@ def test_ids_from_headers_takes_only_headers(headers: Any, expected: dict[str, s
 
 def _valid(ids: object) -> bool:
     return isinstance(ids, dict) and all(
-        key in CONTEXT_KEYS and problem(key, value) is None for key, value in ids.items()
+        key in CONTEXT_KEYS and id_problem(key, value) is None for key, value in ids.items()
     )
 
 

@@ -10,8 +10,8 @@ import pytest
 import agent_logging
 from agent_logging._pipeline import Pipeline
 from agent_logging._record_encoder import stream_key
-from agent_logging._render import rfc3339_ns
 from agent_logging._types import EventDict
+from agent_logging.schema import rfc3339_ns
 
 
 class KeyedSink:

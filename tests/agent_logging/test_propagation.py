@@ -17,7 +17,7 @@ from agent_logging._propagation import (
     render_headers,
     sql_comment_for,
 )
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"

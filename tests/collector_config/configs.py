@@ -14,7 +14,7 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, SERVICE_LABEL, STREAM_LABELS, TRACE_KEYS
 from tests.collector_config import alloy_syntax
 from tests.collector_config.alloy_syntax import Block
 from tests.collector_config.simulate import run_alloy, run_filelog
@@ -48,10 +48,15 @@ ALLOY: Final = ROOT / "alloy" / "agent-logs.alloy"
 LOKI: Final = ROOT / "loki" / "loki-local.yaml"
 README: Final = ROOT / "README.md"
 
-LABELS: Final = frozenset({"service_name", "layer", "env"})
-RESOURCE_LABELS: Final = frozenset({"service.name", "layer", "env"})
+#: The stream schema the collectors must produce (agent_logging.schema).
+LABELS: Final = frozenset(STREAM_LABELS)
+#: The same as OpenTelemetry resource attributes: Loki reads ``service.name`` as ``service_name``.
+RESOURCE_LABELS: Final = frozenset(
+    "service.name" if label == SERVICE_LABEL else label for label in STREAM_LABELS
+)
 LIFTED: Final = frozenset(IDENTIFIER_KEYS + TRACE_KEYS)
-#: What a library identifier may be (agent_logging._ids): these characters, 1 to 256 of them.
+#: What a library identifier may be (agent_logging.schema.id_problem): these characters, 1 to
+#: 256 of them.
 ID_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/@+~-"
 NO_ENV: Final[dict[str, str]] = {}
 

@@ -22,7 +22,7 @@ import httpx
 import orjson
 import pytest
 
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS
 from tests.collector_config.alloy_syntax import Block, Call, Concat, Ref, evaluate
 from tests.collector_config.configs import (
     ALLOY,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import agent_logging
 from agent_logging._propagation import render_headers, sql_comment_for
-from agent_logging._types import IDENTIFIER_KEYS, TRACE_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, TRACE_KEYS
 from tests.collector_config.configs import (
     ID_ALPHABET,
     NO_ENV,

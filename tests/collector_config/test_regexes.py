@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_logging._ids import problem
-from agent_logging._types import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, id_problem
 from tests.collector_config.configs import (
     ID_ALPHABET,
     components,
@@ -136,7 +135,7 @@ def _value_class() -> str:
 @given(value=st.text(alphabet=ID_ALPHABET + " '\"=,;%*\\\n\u00e9", min_size=0, max_size=300))
 def test_the_identifier_pattern_accepts_exactly_what_the_library_accepts(value: str) -> None:
     accepted = re.fullmatch(_value_class(), value) is not None
-    assert accepted == (problem("allocation_id", value) is None)
+    assert accepted == (id_problem("allocation_id", value) is None)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +153,7 @@ def test_the_identifier_pattern_accepts_exactly_what_the_library_accepts(value: 
 )
 def test_the_identifier_pattern_stops_where_the_library_does(value: str, accepted: bool) -> None:
     assert (re.fullmatch(_value_class(), value) is not None) == accepted
-    assert (problem("allocation_id", value) is None) == accepted
+    assert (id_problem("allocation_id", value) is None) == accepted
 
 
 def test_every_identifier_pattern_uses_that_value_pattern() -> None:

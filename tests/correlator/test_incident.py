@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import re
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agent_logging._render import rfc3339_ns
+from agent_logging.schema import rfc3339_ns
 from correlator import demo, incident, queries, render
 from correlator._collector import collector_paused
 from correlator._demo_story import FAILING_ALLOCATION, STUCK_ALLOCATION
 from correlator.errors import NotFoundError, QueryError
 from correlator.model import Event
-from correlator.sources._time import format_rfc3339_ns
 from correlator.store import Store
 from tests.correlator.conftest import DEMO_NOW_NS
 from tests.correlator.events import T0, ev
@@ -168,8 +168,10 @@ def test_graph_reports_followed_and_refused_links(demo_store: Store) -> None:
 @example(0)
 @example(-1)
 @example(1_772_323_199_999_999_999)  # the last nanosecond of 2026-02-28
-def test_event_times_read_as_agent_logging_writes_them(ts_ns: int) -> None:
-    assert format_rfc3339_ns(ts_ns) == rfc3339_ns(ts_ns)
+def test_event_times_are_written_as_rfc3339_with_nanoseconds(ts_ns: int) -> None:
+    seconds, nanos = divmod(ts_ns, 1_000_000_000)
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds)
+    assert rfc3339_ns(ts_ns) == f"{moment:%Y-%m-%dT%H:%M:%S}.{nanos:09d}Z"
 
 
 def test_an_event_shows_its_set_fields_in_order() -> None:
@@ -197,7 +199,7 @@ def test_an_event_shows_its_set_fields_in_order() -> None:
 
 def _event_json_by_loop(event: Event, corrected_ns: int | None) -> dict[str, Any]:
     """event_json as a loop over SHOWN_FIELDS: the reference its spelled-out form must match."""
-    shown: dict[str, Any] = {"ts": format_rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
+    shown: dict[str, Any] = {"ts": rfc3339_ns(event.ts_ns), "ts_ns": event.ts_ns}
     if corrected_ns is not None and corrected_ns != event.ts_ns:
         shown["corrected_ts_ns"] = corrected_ns
     for name in incident.SHOWN_FIELDS:

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dashboards
-from agent_logging._types import IDENTIFIER_KEYS, LAYERS
+from agent_logging.schema import IDENTIFIER_KEYS, LAYERS
 from dashboards import build
 from dashboards.__main__ import main
 from tests.real_parts import missing
@@ -203,7 +203,7 @@ def test_incident_timeline_has_a_variable_per_identifier_and_a_logs_panel_per_la
     log_panels = [p for p in board["panels"] if p["type"] == "logs"]
     layers = [re.match(r'\{layer="(\w+)"', p["targets"][0]["expr"]) for p in log_panels]
     assert [m.group(1) for m in layers if m] == ["node", "ingress", "api", "workflow", "db"]
-    assert set(dashboards.LAYER_ORDER) == LAYERS
+    assert set(dashboards.LAYER_ORDER) == set(LAYERS)
     for panel in log_panels:
         for key in IDENTIFIER_KEYS:
             assert dashboards.identifier_filter(key) in panel["targets"][0]["expr"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_logging._ids import problem
+from agent_logging.schema import id_problem
 from correlator.model import EVENT_COLUMNS, MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources._fields import normalise_level, take_id
 from correlator.sources.ndjson import parse, parse_agent, parse_columns
@@ -498,14 +498,14 @@ def test_identifier_check_agrees_with_agent_logging(value: str) -> None:
 
     taken = take_id("allocation_id", value, rejected)
 
-    reason = problem("allocation_id", value)
+    reason = id_problem("allocation_id", value)
     assert taken == (value if reason is None else None)
     assert rejected == ({} if reason is None else {"allocation_id": reason})
 
 
 @given(st.from_regex(r"[0-9a-fA-F]{30,34}", fullmatch=True))
 def test_trace_id_check_agrees_with_agent_logging(value: str) -> None:
-    assert (take_id("trace_id", value, {}) is None) == (problem("trace_id", value) is not None)
+    assert (take_id("trace_id", value, {}) is None) == (id_problem("trace_id", value) is not None)
 
 
 def test_rejects_are_numbered_from_start_line() -> None:

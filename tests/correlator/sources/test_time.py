@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_logging.schema import rfc3339_ns
 from correlator.sources._time import (
     MAX_NS,
     MIN_NS,
-    format_rfc3339_ns,
     parse_epoch_seconds_ns,
     parse_nginx_error_ns,
     parse_nginx_local_ns,
@@ -126,9 +126,9 @@ def test_rfc3339_within_a_minute_seen_before(text: str, expected: int | str) -> 
 )
 def test_rfc3339_agrees_within_a_minute(minute_ns: int, offset_ns: int) -> None:
     start = minute_ns - minute_ns % (60 * NS)
-    parse_rfc3339_ns(format_rfc3339_ns(start))  # the minute is now known, if all in range
+    parse_rfc3339_ns(rfc3339_ns(start))  # the minute is now known, if all in range
     later = min(start + offset_ns, MAX_NS)
-    assert parse_rfc3339_ns(format_rfc3339_ns(later)) == later
+    assert parse_rfc3339_ns(rfc3339_ns(later)) == later
 
 
 _OUT_OF_RANGE = "is outside the years 1677 to 2262 that nanoseconds since 1970 can hold in 64 bits"
@@ -163,7 +163,7 @@ def test_the_last_instants_in_range_are_read() -> None:
 
 @given(st.integers(min_value=MIN_NS, max_value=MAX_NS))
 def test_format_then_parse_round_trips(ts_ns: int) -> None:
-    text = format_rfc3339_ns(ts_ns)
+    text = rfc3339_ns(ts_ns)
     assert len(text) == 30
     assert parse_rfc3339_ns(text) == ts_ns
 
