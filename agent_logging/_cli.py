@@ -1,7 +1,9 @@
 """``agent-logging``: inspect and drain spools from the shell.
 
-- ``agent-logging status --spool-dir DIR [--json]``: depth, oldest unsent age, owner and
-  dead letters of every spool under DIR, read without disturbing a live owner.
+- ``agent-logging status --spool-dir DIR [--json]``: depth, oldest unsent age, owner, dead
+  letters, damaged regions (``torn``, ``corrupt``: ``health()``'s counters, for what is on disk
+  now) and records lost to damage (the quarantine's reports, and what the check against the
+  ledger finds now) of every spool under DIR, read without disturbing a live owner.
 - ``agent-logging drain --spool-dir DIR --loki-url URL [--timeout-s N]``: the gate before a
   reimage. Ships everything spooled (its owner may be gone; a live owner is left to ship its
   own, and waited for until what was spooled at the start has left its spool), then queries
@@ -12,7 +14,10 @@
   spool (a spool is a directory with a ``lock`` file and ``seg-*.spool`` segments,
   ``<spool_dir>/<service>/``). ``--allow-empty`` accepts a DIR without spools, a node that
   never spooled anything; ``--accept-dead-letters`` accepts the loss of dead-lettered records
-  (they are still counted and their files named). The drain itself is in ``_drain``.
+  (they are still counted and their files named). Records lost to damage (a segment cut short,
+  flipped, emptied, overwritten or deleted) fail the gate too, with their count and where,
+  while the spool's quarantine holds their reports; ``--accept-loss`` accepts them (still
+  counted and named). The drain itself is in ``_drain``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,12 +35,15 @@ import orjson
 
 from agent_logging import _environ
 from agent_logging._drain import (
+    QUARANTINE_ADVICE,
+    Losses,
     UsageError,
     check_spool_dir,
     drain,
     either,
     nested_spool_roots,
 )
+from agent_logging._framing import Corrupt, TornTail
 from agent_logging._spool_dirs import (
     DEAD_LETTER_NAME,
     dead_letter_paths,
@@ -55,13 +64,19 @@ def _count_lines(path: Path) -> int:
 
 
 def spool_status(directory: Path) -> dict[str, Any]:
-    """Depth and age of one spool directory, read without its lock."""
+    """Depth, age and damage of one spool directory, read without its lock."""
     records = size = 0
     oldest: int | None = None
-    for record in spooled_records(directory):
+    damage = {"torn": 0, "corrupt": 0}
+
+    def on_damage(path: Path, item: Corrupt | TornTail) -> None:
+        damage["corrupt" if isinstance(item, Corrupt) else "torn"] += 1
+
+    for record in spooled_records(directory, on_damage):
         records += 1
         size += len(record.payload)
         oldest = record.ts_ns if oldest is None else min(oldest, record.ts_ns)
+    losses = Losses.of(directory)
     return {
         "spool": str(directory),
         "owner_pid": live_owner_pid(directory),
@@ -69,6 +84,10 @@ def spool_status(directory: Path) -> dict[str, Any]:
         "bytes": size,
         "oldest_unsent_age_s": round((time.time_ns() - oldest) / 1e9, 3) if oldest else 0.0,
         "dead_lettered": sum(_count_lines(path) for path in dead_letter_paths(directory)),
+        **damage,
+        "lost": losses.records,
+        "losses": losses.where(),
+        "quarantine": str(losses.quarantine.folder) if losses.quarantine.folder.exists() else None,
     }
 
 
@@ -84,12 +103,20 @@ def _status(args: argparse.Namespace) -> int:
         if nested:
             print(f"did you mean {either(nested)}?", file=sys.stderr)
         return 0
-    print(f"{'spool':<40} {'owner':>8} {'records':>9} {'bytes':>11} {'oldest_s':>9} {'dead':>6}")
+    print(
+        f"{'spool':<40} {'owner':>8} {'records':>9} {'bytes':>11} {'oldest_s':>9} {'dead':>6} "
+        f"{'torn':>5} {'corrupt':>7} {'lost':>7}"
+    )
     for row in rows:
         print(
             f"{row['spool']:<40} {row['owner_pid'] or '-':>8} {row['records']:>9} "
-            f"{row['bytes']:>11} {row['oldest_unsent_age_s']:>9} {row['dead_lettered']:>6}"
+            f"{row['bytes']:>11} {row['oldest_unsent_age_s']:>9} {row['dead_lettered']:>6} "
+            f"{row['torn']:>5} {row['corrupt']:>7} {row['lost']:>7}"
         )
+    losses = [phrase for row in rows for phrase in row["losses"]]
+    if losses:
+        print("\nrecords lost to damage:\n  " + "\n  ".join(losses))
+        print(textwrap.fill(QUARANTINE_ADVICE, width=100))
     return 0
 
 
@@ -159,6 +186,14 @@ def _parser() -> argparse.ArgumentParser:
         help="pass when --spool-dir is missing or holds no spool (a node that never spooled, "
         "freshly installed); without it that is an error, as a mistyped path would pass the "
         "gate having checked nothing. Spools found below --spool-dir still fail",
+    )
+    drain.add_argument(
+        "--accept-loss",
+        action="store_true",
+        help="pass although records were lost to damage (the reports in each spool's "
+        "quarantine/ folder: a segment cut short, flipped, emptied, overwritten or deleted): "
+        "accept their loss. Without it they fail the gate on every run until the folder is "
+        "removed; with it they are still counted and named",
     )
     drain.add_argument(
         "--accept-dead-letters",

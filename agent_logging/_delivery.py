@@ -8,9 +8,14 @@ the shipper, decides what is ever dropped. Refused entries (a 400 with one of Lo
 refusals: a line over ``max_line_size``, 256 KB by default; an entry older than
 ``reject_old_samples_max_age``, a week, or outside the stream's out-of-order window; ...) are
 bisected to isolate the entries Loki will not take; those go to a dead-letter file
-(``_dead_letter``), each once. Loki 3 stores the valid entries of a partly refused push
-anyway, and resending them is not harmless: Loki de-duplicates identical entries only within
-one stream, and it may shard the stream (``_reconcile``). So every push goes through
+(``_dead_letter``), each once. When Loki's answer shows that it refused every entry of a
+push for one reason (it counts them: ``PushResult.refuses_every_entry``), they are
+dead-lettered together at once, with one fsync: a Loki that refuses everything (a week-old
+backlog, a label limit lowered) empties the spool at the speed of its answers, not one entry
+per request. Otherwise the work is logarithmic in the batch for each entry refused. Loki 3
+stores the valid entries of a partly refused push anyway, and resending them is not
+harmless: Loki de-duplicates identical entries only within one stream, and it may shard the
+stream (``_reconcile``). So every push goes through
 :meth:`BatchDelivery._push`, which first asks Loki which of the records it carries it holds
 already, when they may be there (after a refusal of some entries, an unanswered push, a 5xx,
 a crash), and pushes only the others. Should a single entry reached by a split be refused
@@ -18,7 +23,12 @@ with the very message the whole batch was, and that message not be an entry refu
 client classifying otherwise), the request is at fault: it is retried, not dead-lettered. A
 body over a size limit (413, Loki's or a proxy's) is halved until it passes, and later batches
 are kept below the size refused; nothing of it is dead-lettered, and a single entry still too
-large waits, retried, like any refused request.
+large waits, retried, like any refused request. A stock Loki says "too large" three ways
+(``PushResult.too_large``): 413 from a proxy, a 500 when the push is over gRPC's 4 MiB
+between its distributor and ingester, and a 429 of a push larger than the tenant's rate
+allows in a second; each is halved the same way, else each would be retried for ever.
+Entries older than 40 minutes are pushed into the stream of their hour (``_time_shards``),
+so that a backlog is never "too far behind" a stream that live records keep at the present.
 When stop or a deadline cuts a split short, the part already stored or dead-lettered is
 acked on its own: the next run does not dead-letter it again.
 
@@ -35,6 +45,7 @@ the subclass's module imports the base's and never the other way round.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import random
 import threading
@@ -42,7 +53,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar
 
-from agent_logging._dead_letter import append_dead_letter
+from agent_logging._dead_letter import append_dead_letters
 from agent_logging._entries import PushEntry, RecordLike, entries_from_records, entry_from_record
 from agent_logging._push_answers import PushResult, is_entry_refusal
 from agent_logging._reconcile import (
@@ -53,14 +64,16 @@ from agent_logging._reconcile import (
     settle,
 )
 from agent_logging._segments import SpoolPosition
+from agent_logging._time_shards import IGNORE_RECENT_S, time_sharded
 
 __all__ = ["BatchDelivery", "PushClient", "SpoolLike"]
 
 # 2**62 * any initial backoff is far past any cap; bounding the exponent keeps floats finite.
 _MAX_EXPONENT: Final = 62
 
-# Content Too Large (RFC 9110 §15.5.14): the body is over a limit, of Loki or of a proxy.
-_TOO_LARGE: Final = 413
+_NS_PER_S: Final = 1_000_000_000
+# The report key of the tenant's rate limit, kept across successes (reported once).
+_RATE_LIMITED: Final = "tenant-rate-limit"
 # A gateway's answers that leave Loki behind it possibly still at work on the push.
 _GATEWAY_GAVE_UP: Final = frozenset({502, 504})
 
@@ -130,6 +143,12 @@ def _same_records(peeked: Sequence[RecordLike], expected: Sequence[RecordLike]) 
     )
 
 
+def _any_old(records: Sequence[RecordLike], now_ns: int) -> bool:
+    """Whether a record is old enough for its time shard (``_time_shards``)."""
+    cutoff_ns = now_ns - IGNORE_RECENT_S * _NS_PER_S
+    return any(record.ts_ns < cutoff_ns for record in records)
+
+
 def _refuses_the_request(single: PushResult, whole: PushResult | None) -> bool:
     """Whether one entry's refusal is in fact the request's (the safety net of bisection).
 
@@ -195,6 +214,8 @@ class BatchDelivery:
     _batch_end: SpoolPosition | None
     _ship_halt: threading.Event | None
     _ship_deadline: float | None
+    # How many records the last push carried (a reconcile may have taken some out).
+    _pushed: int
 
     def _deliver(
         self,
@@ -238,13 +259,17 @@ class BatchDelivery:
                 with self._stats_lock:
                     self._last_status = result.status
                     self._set_last_error(result.reason)
-                if high - low > 1:
+                # Every entry pushed refused, for one reason: all dead letters, no split.
+                if high - low > 1 and not (
+                    self._pushed == high - low
+                    and self._refuses_every_entry(result, records[low:high])
+                ):
                     middle = (low + high) // 2
                     pending[-1] = (middle, high)
                     pending.append((low, middle))
                     continue
                 try:
-                    self._dead_letter(self._entry(records[low]), result)
+                    self._dead_letter([self._entry(r) for r in records[low:high]], result)
                 except OSError as exc:
                     # Not recorded, so not acked: kept in the spool and retried after backoff.
                     reason = f"cannot write dead-letter file {self.dead_letter_path}: {exc}"
@@ -254,18 +279,25 @@ class BatchDelivery:
                     continue
                 pending.pop()
                 continue
-            if result.status == _TOO_LARGE and high - low > 1:
-                # A body over a size limit (Loki's, or a proxy's such as nginx's
-                # client_max_body_size, 1 MiB by default): about the request, so nothing is
-                # dead-lettered, but smaller requests pass. Halve it rather than wait for a
-                # limit that is not going to change.
+            if result.too_large and high - low > 1:
+                # A body over a size limit (a proxy's such as nginx's client_max_body_size,
+                # 1 MiB by default; gRPC's 4 MiB inside Loki; a burst of the tenant's rate):
+                # about the request, so nothing is dead-lettered, but smaller requests pass.
+                # Halve it rather than wait for a limit that is not going to change.
                 self._note_too_large(records[low:high], result)
                 middle = (low + high) // 2
                 pending[-1] = (middle, high)
                 pending.append((low, middle))
                 continue
-            self._note_failure(result, f"push to Loki failed, will retry: {result.reason}")
-            if not self._backoff(result.retry_after_s, deadline, halt=halt):
+            if result.status == 429 and result.nothing_stored:
+                # The tenant's rate limit: a backlog drains through it for minutes, a push
+                # or so a second refused between successes. Said once, not each time.
+                message = f"shipping at the rate Loki's tenant limit allows: {result.reason}"
+                self._note_failure(result, message, _RATE_LIMITED)
+            else:
+                self._note_failure(result, f"push to Loki failed, will retry: {result.reason}")
+            refill_s = result.refill_s if result.status == 429 else None
+            if not self._backoff(result.retry_after_s, deadline, halt=halt, refill_s=refill_s):
                 return _Delivery.STOPPED, low
             if pending == [whole]:
                 return _Delivery.AGAIN, 0
@@ -319,19 +351,24 @@ class BatchDelivery:
             if isinstance(checked, PushResult):
                 return checked
             part = checked
+        self._pushed = len(part)
         if not part:
             return PushResult("ok", None, None, "already in Loki (reconciled)")
         doubt.before_push(self._batch_end)
         result = self._send(part)
+        if self._refuses_every_entry(result, part):
+            result = dataclasses.replace(result, nothing_stored=True)
         if result.outcome != "ok" and not result.nothing_stored:
             answered = result.status is not None and result.status not in _GATEWAY_GAVE_UP
             doubt.failed(part, answered=answered)
         return result
 
     def _send(self, part: Sequence[RecordLike]) -> PushResult:
+        """Push ``part``; records older than 40 minutes go to their time shard."""
         try:
+            now_ns = int(self._wall_clock() * _NS_PER_S)
             push_records = getattr(self._client, "push_records", None)
-            if push_records is not None:
+            if push_records is not None and not _any_old(part, now_ns):
                 result: PushResult = push_records(
                     part,
                     node_id_label=self._node_id_label,
@@ -343,7 +380,7 @@ class BatchDelivery:
                 node_id_label=self._node_id_label,
                 default_labels=self._default_labels,
             )
-            return self._client.push(entries)
+            return self._client.push(time_sharded(entries, now_ns=now_ns))
         except Exception as exc:  # noqa: BLE001 - a client bug must not lose data or the thread
             return PushResult("retry", None, None, f"{type(exc).__name__}: {exc}")
 
@@ -407,6 +444,15 @@ class BatchDelivery:
         )
         return list(part)
 
+    def _refuses_every_entry(self, result: PushResult, part: Sequence[RecordLike]) -> bool:
+        """Whether Loki's answer to a push of ``part`` refused each of its entries."""
+        if result.outcome != "reject":
+            return False
+        now_ns = int(self._wall_clock() * _NS_PER_S)
+        pushed = time_sharded([self._entry(r) for r in part], now_ns=now_ns)
+        streams = len({entry.labels for entry in pushed})
+        return result.refuses_every_entry(len(part), streams=streams)
+
     def _entry(self, record: RecordLike) -> PushEntry:
         return entry_from_record(
             record.ts_ns,
@@ -416,12 +462,24 @@ class BatchDelivery:
         )
 
     def _backoff(
-        self, retry_after_s: float | None, deadline: float | None, *, halt: threading.Event
+        self,
+        retry_after_s: float | None,
+        deadline: float | None,
+        *,
+        halt: threading.Event,
+        refill_s: float | None = None,
     ) -> bool:
-        """Wait before the next attempt; False when stop or the deadline came first."""
+        """Wait before the next attempt; False when stop or the deadline came first.
+
+        ``refill_s``: the tenant's rate limit refused the push, and its bucket holds the push
+        again after about this long: wait that, jittered up by half (not the exponential
+        backoff, which would leave the rate unused while a backlog drains).
+        """
         exponent = min(max(self._consecutive_failures - 1, 0), _MAX_EXPONENT)
         ceiling = min(self._backoff_max_s, self._backoff_initial_s * 2.0**exponent)
-        delay = self._rng.uniform(0.0, ceiling)
+        if refill_s is not None:
+            ceiling = min(self._backoff_max_s, refill_s * 1.5)
+        delay = self._rng.uniform(min(refill_s or 0.0, ceiling), ceiling)
         if retry_after_s is not None and retry_after_s > delay:
             delay = min(retry_after_s, self._backoff_max_s)
         if deadline is not None:
@@ -458,7 +516,7 @@ class BatchDelivery:
             self._last_status = result.status
             self._last_success_unix_s = self._wall_clock()
             self._consecutive_failures = 0
-        self._reported.clear()
+        self._reported.intersection_update((_RATE_LIMITED,))
 
     def _note_too_large(self, records: Sequence[RecordLike], result: PushResult) -> None:
         """Count a 413 and keep later batches below the size refused (halving it)."""
@@ -485,7 +543,7 @@ class BatchDelivery:
             self._set_last_error(result.reason if result is not None else message)
             if result is not None:
                 self._last_status = result.status
-        self._report(message, _reason_key(result) if result is not None else key)
+        self._report(message, (key or _reason_key(result)) if result is not None else key)
 
     def _report(self, message: str, key: str) -> None:
         if self._on_error is None or key in self._reported:
@@ -495,20 +553,21 @@ class BatchDelivery:
         with contextlib.suppress(Exception):
             self._on_error(message)
 
-    def _dead_letter(self, entry: PushEntry, result: PushResult) -> None:
-        """Append one refused entry to the dead-letter file and make it durable."""
+    def _dead_letter(self, entries: Sequence[PushEntry], result: PushResult) -> None:
+        """Append refused entries to the dead-letter file and make them durable."""
         path = self.dead_letter_path
-        append_dead_letter(
+        append_dead_letters(
             path,
-            entry,
+            entries,
             result.status,
             result.reason,
             now_unix_s=self._wall_clock(),
             max_bytes=self._dead_letter_max_bytes,
         )
         with self._stats_lock:
-            self._dead_lettered += 1
+            self._dead_lettered += len(entries)
+        what = "an entry" if len(entries) == 1 else f"{len(entries)} entries"
         self._report(
-            f"Loki refused an entry (HTTP {result.status}): {result.reason}; written to {path}",
+            f"Loki refused {what} (HTTP {result.status}): {result.reason}; written to {path}",
             _reason_key(result),
         )

@@ -5,7 +5,15 @@ its own, and waited for until what was spooled at the start has left its spool),
 Loki until every spooled record is visible, and looks up every record of the spools'
 dead-letter files (entries Loki refused: they were never shipped, and a later run would find
 the spool empty). It answers 0 only when all of them are in Loki, and 1 with the counts of
-what is missing otherwise (what must be visible, and the check, are ``_visibility``'s). A
+what is missing otherwise (what must be visible, and the check, are ``_visibility``'s).
+
+Records lost to damage are never in the spool to be looked for: a segment cut short, zeroed,
+overwritten or deleted holds nothing that says what it held. The spool's ledger does
+(``_spool_ledger``): opening a spool checks every segment against it and reports each loss in
+the spool's quarantine (``_spool_quarantine``), and so does a live owner. Drain fails while any
+spool's quarantine holds a report (or the same check finds a loss not yet reported, in a
+spool whose owner is alive), naming the records lost and where, until the operator accepts
+the loss (``--accept-loss``) or removes the folder. A
 ``--spool-dir`` that holds no spool is a :class:`UsageError` (naming spools found below it, if
 any): a mistyped path must not pass the gate having checked nothing. The helpers that find
 spools (:func:`check_spool_dir`, :func:`nested_spool_roots`) serve ``agent-logging status``
@@ -26,8 +34,9 @@ import orjson
 
 from agent_logging import _environ
 from agent_logging._loki_client import LokiClient
+from agent_logging._segments import losses_not_reported
 from agent_logging._shipper import Shipper
-from agent_logging._spool import Spool
+from agent_logging._spool import Spool, SpoolStats
 from agent_logging._spool_dirs import (
     DEAD_LETTER_NAME,
     is_spool_dir,
@@ -35,6 +44,7 @@ from agent_logging._spool_dirs import (
     spool_dirs,
     spooled_records,
 )
+from agent_logging._spool_quarantine import QUARANTINE_NAME, Quarantine, read_quarantine
 from agent_logging._visibility import (
     POLL_S,
     DeadLetters,
@@ -51,6 +61,8 @@ from agent_logging._visibility import (
 )
 
 __all__ = [
+    "QUARANTINE_ADVICE",
+    "Losses",
     "UsageError",
     "check_spool_dir",
     "drain",
@@ -65,6 +77,66 @@ _SPOOL_LOOKS = (
     "a spool is a directory holding a `lock` file and `seg-*.spool` segment files; "
     "a service configured with spool_dir=DIR (AGENT_LOGGING_SPOOL_DIR) keeps it in DIR/<service>/"
 )
+
+
+#: What an operator can do about records lost to damage (``drain`` and ``status`` say it).
+QUARANTINE_ADVICE = (
+    f"Each spool's {QUARANTINE_NAME}/ folder holds the damaged segment files as they were found "
+    "and one SEGMENT.loss.json report per segment: how many records it lost, how many it was "
+    "given and held intact, and the damaged byte ranges. The lost records cannot be shipped "
+    "from there; look at the files (agent-logging status --spool-dir DIR shows the counts). "
+    f"Once the loss is accepted, pass --accept-loss, or remove the {QUARANTINE_NAME}/ folder: "
+    "drain fails until then."
+)
+
+
+@dataclass(frozen=True)
+class Losses:
+    """A spool's records lost to damage: its quarantine, and losses not reported yet."""
+
+    directory: Path
+    quarantine: Quarantine
+    #: Found by the same check as replay's, in segments no report names (a live owner's).
+    unreported: dict[str, int]
+
+    @classmethod
+    def of(cls, directory: Path) -> Losses:
+        quarantine = read_quarantine(directory)
+        reported = {str(report.get("segment")) for report in quarantine.reports}
+        live = live_owner_pid(directory) is not None
+        return cls(directory, quarantine, losses_not_reported(directory, reported, live=live))
+
+    @property
+    def records(self) -> int:
+        return self.quarantine.records_lost + sum(self.unreported.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.quarantine.reports or self.quarantine.unreadable or self.unreported)
+
+    def where(self) -> list[str]:
+        """One phrase per damaged segment: what it lost, and where."""
+        phrases = []
+        for report in self.quarantine.reports:
+            damage = report.get("damage") or []
+            at = ", ".join(f"{d['kind']} at bytes {d['offset']}..{d['end']}" for d in damage[:3])
+            at += ", ..." if len(damage) > 3 else ""
+            lost = report.get("records_lost", 0)
+            name = str(report.get("segment", "?"))
+            kept = self.quarantine.folder / name
+            phrases.append(
+                f"{kept if kept.exists() else self.directory / name}: "
+                f"{'at least ' if report.get('at_least') else ''}{lost} records lost"
+                f" ({report.get('why', '')}{'; ' + at if at else ''})"
+            )
+        if self.quarantine.unreadable:
+            phrases.append(
+                f"{self.quarantine.folder}: {self.quarantine.unreadable} reports cannot be read"
+            )
+        phrases.extend(
+            f"{self.directory / name}: {lost} records lost (found now, not yet reported)"
+            for name, lost in sorted(self.unreported.items())
+        )
+        return phrases
 
 
 class UsageError(Exception):
@@ -104,19 +176,22 @@ def _ship(
     args: argparse.Namespace,
     deadline: float,
     expected: Expected,
-) -> str:
-    """Ship one spool; returns a problem sentence or ""."""
+) -> tuple[str, SpoolStats | None]:
+    """Ship one spool; returns a problem sentence or "", and the counters of the spool when
+    drain opened it (its owner gone: opening checked it against its ledger)."""
     if not directory.exists():
-        return ""  # adopted, emptied and removed by a live process since we listed it
+        return "", None  # adopted, emptied and removed by a live process since we listed it
     spool = Spool.try_open(directory)
     if spool is None:
         # A live owner ships its own spool: wait until what drain collected has left it.
         while time.monotonic() < deadline:
             if _shipped_by_owner(directory, expected):
-                return ""
+                return "", None
             time.sleep(POLL_S)
-        return f"{directory}: its owner (pid {live_owner_pid(directory)}) did not ship it in time"
+        owner = live_owner_pid(directory)
+        return f"{directory}: its owner (pid {owner}) did not ship it in time", None
     with spool:
+        stats = spool.stats()
         shipper = Shipper(
             spool,
             client,
@@ -127,8 +202,9 @@ def _ship(
         )
         if not shipper.ship_pending(max(0.0, deadline - time.monotonic())):
             last_error = shipper.stats()["last_error"]
-            return f"{directory}: Loki did not accept everything in time ({last_error})"
-    return ""
+            return f"{directory}: Loki did not accept everything in time ({last_error})", stats
+        stats = spool.stats()
+    return "", stats
 
 
 def check_spool_dir(spool_dir: Path) -> None:
@@ -223,11 +299,15 @@ def drain(args: argparse.Namespace) -> int:
         ca_bundle=args.ca_bundle,
     )
     problems = []
+    torn = corrupt = 0
     with client:
         for directory in directories:
-            problem = _ship(directory, client, args, deadline, expected)
+            problem, stats = _ship(directory, client, args, deadline, expected)
             if problem:
                 problems.append(problem)
+            if stats is not None:
+                torn += stats.torn
+                corrupt += stats.corrupt
         # Read after shipping: records refused just now are dead letters too.
         letters = dead_letters(directories)
         # Accepted dead letters are not looked for: old ones may be past Loki's retention.
@@ -260,8 +340,12 @@ def drain(args: argparse.Namespace) -> int:
             letters=letters,
             took_s=time.monotonic() - started,
             error=error,
+            damaged=[losses for d in directories if (losses := Losses.of(d))],
+            torn=torn,
+            corrupt=corrupt,
         ),
         accept_dead_letters=args.accept_dead_letters,
+        accept_loss=args.accept_loss,
     )
 
 
@@ -277,19 +361,48 @@ class _Outcome:
     letters: DeadLetters
     took_s: float
     error: str
+    #: Spools that lost records to damage (their quarantine, or a loss not reported yet).
+    damaged: list[Losses]
+    #: Damaged regions found in the spools drain opened (``health()``'s counters).
+    torn: int
+    corrupt: int
+
+    @property
+    def damage_lost(self) -> int:
+        return sum(losses.records for losses in self.damaged)
+
+    def damage_text(self) -> str:
+        """The records lost to damage and the counters, as one sentence ("" for none)."""
+        if not (self.damaged or self.torn or self.corrupt):
+            return ""
+        at_least = any(losses.quarantine.at_least or losses.unreported for losses in self.damaged)
+        text = (
+            f"{'at least ' if at_least else ''}{self.damage_lost} records were lost to damage "
+            f"in the spool before they could be shipped (damaged regions found: {self.torn} "
+            f"torn, {self.corrupt} corrupt)"
+        )
+        where = [phrase for losses in self.damaged for phrase in losses.where()]
+        if where:
+            text += ": " + "; ".join(where)
+        return text
 
 
-def _verdict(outcome: _Outcome, *, accept_dead_letters: bool) -> int:
+def _verdict(outcome: _Outcome, *, accept_dead_letters: bool, accept_loss: bool) -> int:
     """Print what drain found; 0 when the node may be reimaged, else 1."""
     o = outcome
     unconfirmed = o.refused + o.earlier + o.letters.unreadable  # dead letters not in Loki
     files = ", ".join(str(path) for path in o.letters.files)
     visible = o.total - o.lost - o.refused
-    if o.lost == 0 and (unconfirmed == 0 or accept_dead_letters):
+    damage = o.damage_text()
+    if o.lost == 0 and (unconfirmed == 0 or accept_dead_letters) and (not o.damaged or accept_loss):
         text = (
             f"drain: all {visible} spooled records from {o.spools} spools are visible in Loki "
             f"({o.took_s:.1f} s)"
         )
+        if o.damaged:
+            text += f"; {damage}, accepted as lost (--accept-loss)"
+        elif damage:
+            text += f"; no record was lost to damage ({damage})"
         if unconfirmed:
             text += (
                 f"; {unconfirmed} dead-lettered records, not confirmed in Loki, are accepted "
@@ -300,6 +413,8 @@ def _verdict(outcome: _Outcome, *, accept_dead_letters: bool) -> int:
         print(text)
         return 0
     parts = []
+    if o.damaged:
+        parts.append(damage)
     if o.lost or o.refused:
         part = (
             f"{o.lost + o.refused} of {o.total} spooled records are NOT visible in Loki after "
@@ -324,5 +439,7 @@ def _verdict(outcome: _Outcome, *, accept_dead_letters: bool) -> int:
             "Loki's reason: fix the cause and push them again, or pass --accept-dead-letters "
             "to accept their loss."
         )
+    if o.damaged and not accept_loss:
+        text += " " + QUARANTINE_ADVICE
     print(text, file=sys.stderr)
     return 1

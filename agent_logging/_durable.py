@@ -199,6 +199,14 @@ class Durable:
                 f"{spool.unmapped_reason}; records are written with one system call each "
                 "instead (as durable, about 2 µs more per log call)",
             )
+        if spool.degraded_reason is not None:
+            # configure() goes on: the local outputs work, and the spool takes records again
+            # once a rotation finds room (``_spool_cap``); health() counts what it refuses.
+            _state.report_once(
+                f"spool-degraded:{spool.directory}",
+                f"spool {spool.directory}: {spool.degraded_reason}; refused records are "
+                "counted in health()['write_errors']",
+            )
         durable = cls(settings, spool, client_for(settings))
         durable._start_threads()
         return durable
@@ -286,6 +294,11 @@ class Durable:
     def health(self) -> dict[str, Any]:
         """Spool depth, oldest unsent age, sent, retried, dropped, dead-lettered and more.
 
+        ``torn`` and ``corrupt`` count damaged regions of the spool, ``lost`` the records
+        they cost and those of spool files deleted under it (reported in the spool's
+        quarantine, which ``agent-logging drain`` fails on); ``spool_recreated`` counts the
+        times the spool directory was deleted and made again, ``spool_degraded`` the segments
+        made smaller than configured on a disk too full for a whole one.
         ``spool_error`` is why the spool last refused to store a record (None: never). In a
         forked child that has not logged yet, the counters are the child's own: all zero (the
         spool and shipper in hand are the parent's).
@@ -309,7 +322,10 @@ class Durable:
             "resent_unreconciled": shipped.get("resent_unreconciled", 0),
             "torn": stats.torn,
             "corrupt": stats.corrupt,
+            "lost": stats.lost,
             "write_errors": stats.write_errors,
+            "spool_degraded": stats.degraded,
+            "spool_recreated": stats.recreated,
             "adopted": self._adoption.adopted,
             "last_error": shipped.get("last_error"),
             # How long ago: the last error stays after shipping recovers.
@@ -385,7 +401,10 @@ _UNUSED_HEALTH: Final[dict[str, Any]] = {
     "resent_unreconciled": 0,
     "torn": 0,
     "corrupt": 0,
+    "lost": 0,
     "write_errors": 0,
+    "spool_degraded": 0,
+    "spool_recreated": 0,
     "adopted": 0,
     "last_error": None,
     "last_error_age_s": None,

@@ -39,6 +39,7 @@ from agent_logging._push_answers import (
     parse_retry_after,
 )
 from agent_logging._record_encoder import encode_records
+from agent_logging._time_shards import TIME_SHARD_LABEL
 from agent_logging.errors import AgentLoggingError, ConfigurationError
 
 __all__ = [
@@ -70,6 +71,9 @@ PAGE_BYTES: Final = 1 << 20
 _FIRST_PAGE_ENTRIES: Final = 100
 #: The label Loki adds to the copies of a stream it shards (``pkg/ingester/instance.go``).
 SHARD_LABEL: Final = "__stream_shard__"
+#: Labels that put one stream's entries into several (Loki's rate sharding, and the time
+#: sharding of old entries that the shipper does as Loki would, ``_time_shards``).
+_SHARD_LABELS: Final = frozenset({SHARD_LABEL, TIME_SHARD_LABEL})
 #: Failures before any byte of a request was sent: Loki stored nothing of it.
 _NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Asks Loki 3 to keep structured metadata and parsed labels apart from the stream's labels.
@@ -350,8 +354,9 @@ class LokiClient:
         share it) and entries already yielded at that timestamp are skipped, so every entry is
         yielded once. Identical entries (same stream, timestamp and line) are one entry to
         Loki, which de-duplicates them at ingestion, within one stream; an entry stored in two
-        shards of a stream (streams that differ only by ``__stream_shard__``, an entry resent
-        after Loki sharded its stream) is yielded once too.
+        shards of a stream (streams that differ only by ``__stream_shard__`` or
+        ``__time_shard__``: an entry resent after Loki sharded its stream, or after it grew
+        old enough for its time shard) is yielded once too.
 
         The first page asks for at most 100 entries; later ones for as many as should come to
         about ``page_bytes`` of answer, judging by the entries seen so far (see
@@ -426,8 +431,8 @@ def _ts_key(entry: QueriedEntry) -> int:
 
 
 def _unsharded(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """Labels as a key that is the same in every shard of a stream."""
-    return tuple(sorted((k, v) for k, v in labels.items() if k != SHARD_LABEL))
+    """Labels as a key that is the same in every shard of a stream, by rate or by time."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in _SHARD_LABELS))
 
 
 def _parse_streams(content: bytes) -> list[QueriedEntry]:

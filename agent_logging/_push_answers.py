@@ -12,7 +12,14 @@ A push's answer becomes an ``outcome`` that tells the shipper what to do next:
 - ``reject``: Loki refuses entries themselves: a 400 whose text is one of Loki's per-entry
   or per-stream refusals (:func:`is_entry_refusal`: line too long, timestamp too old or too
   new, entry too far behind, label or structured-metadata limits). Loki stores the other
-  entries of such a push; the shipper splits the batch to find the entries at fault.
+  entries of such a push; the shipper splits the batch to find the entries at fault, unless
+  the answer shows that it refused every entry for one reason (:func:`count_refused`).
+
+A ``retry`` may also say that the body is too large (``too_large``): a 413; gRPC's refusal of a
+message over 4 MiB between Loki's distributor and its ingester, which a stock Loki answers
+with a 500 (``received message larger than max``) however often the push is repeated; and a
+429 of the tenant's rate limit for a push carrying more bytes than the limit allows per
+second, which a bucket whose burst is not larger never lets through. Smaller pushes pass.
 
 Telling the two apart by Loki's message, not by the status, matters: Loki and the proxies in
 front of it answer 400 for both, and taking a refusal of the request for one of the entries
@@ -34,6 +41,7 @@ __all__ = [
     "PushResult",
     "classify_response",
     "clip_reason",
+    "count_refused",
     "is_entry_refusal",
     "parse_retry_after",
 ]
@@ -48,6 +56,7 @@ _REQUEST_REFUSED: Final = {
     413: "the push body is over a size limit of Loki or of a proxy in front of it",
     415: "the push body's content type is refused (a proxy or gateway)",
 }
+_TOO_LARGE: Final = 413
 _OTHER_REQUEST_REFUSED: Final = (
     "the request was refused, not its entries (check the tenant, the URL and its scheme, "
     "and any proxy in front of Loki)"
@@ -77,9 +86,35 @@ _ENTRY_REFUSALS: Final = (
     "error parsing labels",  # invalid_labels
 )
 
+# Those of the refusals above that Loki makes of a whole stream, every entry of it, once per
+# stream (``ValidateLabels``): their count in an answer is of streams, not of entries.
+_STREAM_REFUSALS: Final = frozenset(
+    {
+        "label names; limit",
+        "has label name too long",
+        "has label value too long",
+        "has duplicate label name",
+        "at least one label pair is required per stream",
+        "couldn't parse labels",
+        "error parsing labels",
+    }
+)
+# How Loki counts refused entries in a 400: the distributor groups identical validation
+# errors (``N errors like: <message>``, joined by "; "; a single error stands alone), the
+# ingester says ``total ignored: N out of M for stream: {...}`` (of the first stream it
+# refused only: an answer may count fewer than were refused, never more).
+_GROUP: Final = re.compile(r"(?:^|; )(\d+) errors like: ")
+_IGNORED: Final = re.compile(r"total ignored: (\d+) out of \d+ for stream")
+
 # Loki's distributor refusing a whole push for the tenant's ingestion rate limit
 # (``validation.RateLimitedErrorMsg``), before storing any of it; compared in lower case.
 _TENANT_RATE_LIMITED: Final = "ingestion rate limit exceeded for user"
+# ... and what it says of the limit and of the push: ``(limit: 4194304 bytes/sec) while
+# attempting to ingest '1900' lines totaling '3808390' bytes``.
+_RATE_AND_PUSH: Final = re.compile(r"limit: (\d+) bytes/sec\).*? totaling '(\d+)' bytes")
+# gRPC's refusal of a message over ``grpc_server_max_recv_msg_size`` (4 MiB by default): a
+# push that large never reaches Loki's ingester, answered 500 (``ResourceExhausted``).
+_GRPC_TOO_LARGE: Final = "received message larger than max"
 
 # Loki's error bodies are one line; a proxy's HTML page can be long. Reasons stay readable.
 _MAX_REASON_CHARS: Final = 1024
@@ -104,7 +139,16 @@ class PushResult:
             made, or the whole request was refused (credentials, URL, size, the tenant's
             ingestion rate limit). False when some may be (a timeout, a reset, a 5xx, a 429
             or 400 refusing some entries only): they must not be pushed again unreconciled
-            (``_reconcile``).
+            (``_reconcile``). The shipper also sets it on a ``reject`` that refused every
+            entry (:meth:`refuses_every_entry`).
+        too_large: the body is over a size limit; the same entries pass in smaller pushes.
+        refused: for ``reject``, how many entries Loki's answer says it refused (a stream
+            refusal counts once per stream), or None when it does not say.
+        refusal_kinds: for ``reject``, the kinds of Loki's refusals the answer names (the
+            markers of :func:`is_entry_refusal`), in the order found.
+        refill_s: for a 429 of the tenant's rate limit, how long its bucket takes to refill
+            the bytes of the push (its size over the limit per second, both as Loki says
+            them), or None.
     """
 
     outcome: Outcome
@@ -112,6 +156,29 @@ class PushResult:
     retry_after_s: float | None
     reason: str
     nothing_stored: bool = False
+    too_large: bool = False
+    refused: int | None = None
+    refusal_kinds: tuple[str, ...] = ()
+    refill_s: float | None = None
+
+    def refuses_every_entry(self, entries: int, *, streams: int) -> bool:
+        """Whether this answer refuses each of the ``entries`` pushed, for one reason.
+
+        True when it names one kind of refusal and counts every entry pushed as refused, or,
+        for a refusal of a stream (its labels), when the push carried that one stream.
+        Loki stores nothing of such a push: its entries may be dead-lettered together,
+        without a split. An answer that counts fewer (Loki reports the ingester's refusals
+        of its first stream only) says nothing: the push is split to find out.
+
+        Args:
+            entries: how many entries the push carried.
+            streams: how many streams (label sets) they make.
+        """
+        if self.outcome != "reject" or len(self.refusal_kinds) != 1:
+            return False
+        if self.refusal_kinds[0] in _STREAM_REFUSALS:
+            return streams == 1
+        return self.refused == entries
 
 
 def parse_retry_after(value: str | None, *, now_unix_s: float) -> float | None:
@@ -177,6 +244,36 @@ def is_entry_refusal(text: str) -> bool:
     return any(message in lowered for message in _ENTRY_REFUSALS)
 
 
+def _kinds(lowered: str) -> tuple[str, ...]:
+    return tuple(message for message in _ENTRY_REFUSALS if message in lowered)
+
+
+def count_refused(text: str) -> int | None:
+    """How many entries a 400 of Loki says it refused, or None when it does not count them.
+
+    Args:
+        text: the whole response body (before it is clipped for a reason).
+
+    Returns:
+        The sum of the distributor's ``N errors like`` groups (a lone message counts 1) and
+        the ingester's ``total ignored: N``; None when the text counts nothing.
+    """
+    groups = [int(n) for n in _GROUP.findall(text)]
+    ignored = [int(n) for n in _IGNORED.findall(text)]
+    if not groups and not ignored:
+        # One validation error alone is its bare message; an ingester's always has a total.
+        return 1 if is_entry_refusal(text) and "ignored, reason" not in text else None
+    return sum(groups) + sum(ignored)
+
+
+def _refill_s(text: str) -> float | None:
+    """How many seconds of the tenant's rate the push a rate-limit 429 refused is worth."""
+    found = _RATE_AND_PUSH.search(text)
+    if found is None or not int(found.group(1)):
+        return None
+    return int(found.group(2)) / int(found.group(1))
+
+
 def classify_response(
     status: int, body: str, retry_after: str | None, *, now_unix_s: float
 ) -> PushResult:
@@ -192,7 +289,9 @@ def classify_response(
         The result: ``ok`` for 2xx; ``reject`` for a 400 that is one of Loki's refusals of
         entries (:func:`is_entry_refusal`); ``retry`` for everything else: 408, 429, 5xx,
         1xx/3xx, and the 4xx that refuse the request rather than its entries (401, 403,
-        404, 405, 413, 415, a 400 with any other text, an HTML error page).
+        404, 405, 413, 415, a 400 with any other text, an HTML error page); ``too_large``
+        for a 413, a 5xx of gRPC's message limit and a rate-limit 429 of a push larger than
+        the rate; a ``reject`` counts the entries refused and names the kinds of refusal.
     """
     delay = parse_retry_after(retry_after, now_unix_s=now_unix_s)
     text = _readable(body)
@@ -205,15 +304,42 @@ def classify_response(
         # The tenant's rate limit refuses the whole push before anything is stored; a 3xx
         # never reached Loki. A 5xx, a 408 or another 429 (a stream's own limit) may have
         # stored some of it.
-        whole = (status == 429 and _TENANT_RATE_LIMITED in text.lower()) or 300 <= status < 400
-        return PushResult("retry", status, delay, reason, nothing_stored=whole)
+        lowered = body.lower()
+        rate_limited = status == 429 and _TENANT_RATE_LIMITED in lowered
+        whole = rate_limited or 300 <= status < 400
+        refill_s = _refill_s(body) if rate_limited else None
+        # A push worth more than a second of the rate may never fit the bucket: halved.
+        too_large = (refill_s is not None and refill_s > 1.0) or (
+            status >= 500 and _GRPC_TOO_LARGE in lowered
+        )
+        return PushResult(
+            "retry",
+            status,
+            delay,
+            reason,
+            nothing_stored=whole,
+            too_large=too_large,
+            refill_s=refill_s,
+        )
     if status == 400 and is_entry_refusal(text):
-        return PushResult("reject", status, delay, text)
+        return PushResult(
+            "reject",
+            status,
+            delay,
+            text,
+            refused=count_refused(body),
+            refusal_kinds=_kinds(body.lower()),
+        )
     # A 4xx about the request (credentials, tenant, URL, scheme, method, body size or
     # encoding): the same request would be refused whatever entries it held, so splitting
     # it would only dead-letter every entry one by one. Kept for retry instead.
     explanation = _REQUEST_REFUSED.get(status, _OTHER_REQUEST_REFUSED)
     reason = f"HTTP {status}: {explanation}; entries kept for retry"
     return PushResult(
-        "retry", status, delay, f"{reason}: {text}" if text else reason, nothing_stored=True
+        "retry",
+        status,
+        delay,
+        f"{reason}: {text}" if text else reason,
+        nothing_stored=True,
+        too_large=status == _TOO_LARGE,
     )

@@ -190,6 +190,7 @@ class Shipper(BatchDelivery):
         directory = getattr(spool, "directory", None)
         self._doubt = InDoubt(Path(directory) if directory is not None else None, wall_clock, clock)
         self._batch_end = None
+        self._pushed = 0
         self._ship_halt = None
         self._ship_deadline = None
         #: True while the thread reads, pushes or acknowledges a batch, and not while it

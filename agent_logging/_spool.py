@@ -22,7 +22,11 @@ of ``_spool_cap``. Files are created 0600 and the directory 0700: records are re
 they are still operational detail.
 
 Replay. On open, the spool takes stock of the segments a previous run left
-(``_segments.take_stock``: counted, damage skipped and counted, finished segments deleted).
+(``_segments.take_stock``: counted, damage skipped and counted, finished segments deleted),
+and checks them against the ledger of how many records each was given (``_spool_ledger``):
+records lost to damage are counted (``lost``) and reported, and the damaged segments kept, in
+the quarantine (``_spool_quarantine``), which ``agent-logging drain`` does not pass over. A
+spool directory deleted while the spool is open is re-created (``_spool_recreate``).
 
 Costs, measured with ``timeit`` in a tmp dir on the development machine (ext4 on a virtual
 disk, 2 shared and noisy cores, CPython 3.11, 300-byte records): ``append`` about 2.5 µs,
@@ -42,7 +46,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
-from agent_logging import _spool_fork, _spool_reading, _spool_stats, _spool_sync
+from agent_logging import (
+    _spool_fork,
+    _spool_reading,
+    _spool_recreate,
+    _spool_stats,
+    _spool_sync,
+)
 from agent_logging._framing import encode_frame
 from agent_logging._segments import (
     Segment,
@@ -54,11 +64,12 @@ from agent_logging._segments import (
 )
 from agent_logging._spool_cap import create_segment, prepare, refresh_fast_limit, write_failed
 from agent_logging._spool_fork import LIVE
+from agent_logging._spool_ledger import LEDGER_NAME
 from agent_logging._spool_lock import lock_directory, owner_pid
 from agent_logging._spool_options import FsyncPolicy, FullPolicy, SpoolOptions
 from agent_logging._spool_reading import Batch
 from agent_logging._spool_stats import SpoolStats
-from agent_logging._spool_sync import fsync_active, fsync_directory
+from agent_logging._spool_sync import fsync_active, fsync_directory, note_ledger
 from agent_logging.errors import SpoolError
 
 __all__ = [
@@ -106,12 +117,22 @@ class Spool:
         self._fast_limit = -1
         self._appended = self._dropped = self._write_errors = 0
         self._torn = self._corrupt = self._bad_segments = 0
+        self._lost = 0  # records lost to damage or to the deletion of spool files
+        self._recreated = 0  # times the directory was found deleted and made again
+        self._degraded = 0  # segments made smaller than segment_bytes: a full disk
+        self._head_acked = 0  # records of the head segment acknowledged before _head_offset
+        self._retry_at = 0.0  # no segment creation before this (monotonic): it failed
+        self._ledger_at = 0.0  # when the ledger was written (``_spool_sync`` clock)
+        self._ledger_appended = -1  # ``_appended`` when it was
         try:
             next_seq = self._replay()
-            self._active, self._writer = create_segment(self, next_seq, options.segment_bytes)
+            # On a full disk a smaller segment, down to none that takes a record: the
+            # service starts, and appends find room again once the disk has it.
+            self._active, self._writer = create_segment(self, next_seq, options.segment_bytes, 0)
         except OSError as exc:
             os.close(lock_fd)
             raise SpoolError(f"cannot open spool {directory}: {exc}") from exc
+        note_ledger(self)
         if options.fsync != "never":
             fsync_directory(self)
         if self._bytes >= self.wake_bytes:
@@ -229,6 +250,7 @@ class Spool:
                 return False
             active.size = end = start + size
             active.records += 1
+            active.written += 1
             active.bytes += size
             self._appended += 1
             if end > writer.release_at:
@@ -250,9 +272,16 @@ class Spool:
     def sync_if_due(self) -> bool:
         """Under the ``interval`` policy, :meth:`sync` when ``fsync_interval_s`` has passed.
 
+        The shipper calls it between batches and while it backs off, under every policy:
+        it also brings the ledger up to date (about once a second) and re-creates the spool
+        directory if it was deleted (``_spool_recreate``).
+
         Returns:
             True when a sync ran; always False under other policies.
         """
+        with self._lock:
+            if _spool_recreate.recreate_if_deleted(self):
+                refresh_fast_limit(self)
         return _spool_sync.sync_if_due(self)
 
     # -- reading (one shipper thread; ``_spool_reading``) --------------------------------
@@ -294,6 +323,20 @@ class Spool:
     def fsync_policy(self) -> FsyncPolicy:
         """When the spool is fsynced: ``batch``, ``interval``, ``always`` or ``never``."""
         return self._opt.fsync
+
+    @property
+    def degraded_reason(self) -> str | None:
+        """Why the active segment is smaller than ``segment_bytes`` (a disk too full for a
+        whole one, ``_spool_cap``); None when it is not."""
+        capacity = self._writer.capacity
+        if capacity >= self._opt.segment_bytes:
+            return None
+        if capacity == 0:
+            return "the disk has no room for a segment: records are refused until it has"
+        return (
+            f"the disk has no room for a {self._opt.segment_bytes:,}-byte segment: "
+            f"writing one of {capacity:,} bytes"
+        )
 
     @property
     def unmapped_reason(self) -> str | None:
@@ -340,6 +383,10 @@ class Spool:
                 if self._active.size == 0:
                     self._segments.pop()
                     unlink(self._active.path)
+                if self._segments:
+                    note_ledger(self)
+                else:  # nothing left: a spool that has no segment needs no ledger
+                    unlink(self.directory / LEDGER_NAME)
             LIVE.discard(self)
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -375,7 +422,9 @@ class Spool:
         self._head_offset = stock.head_offset
         self._sealed_bytes = sum(segment.size for segment in stock.segments)
         self._bytes = sum(segment.bytes for segment in stock.segments)
+        self._head_acked = stock.head_acked
         self._torn, self._corrupt = stock.torn, stock.corrupt
         self._bad_segments = stock.bad_segments
+        self._lost = stock.lost
         self._write_errors = stock.unlink_failures
         return stock.next_seq

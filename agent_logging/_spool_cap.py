@@ -10,8 +10,13 @@ Rotation. A new segment starts at every open (the previous run's last segment ma
 torn frame, and nothing is ever appended after one) and whenever the next frame would take the
 active segment past ``segment_bytes``; a frame larger than that gets a segment of its own,
 sized for it. A segment that cannot be allocated (a full disk) fails the rotation, counted, and
-the next append tries again. Sealed segments are cut back to their content; up to one
-segment's preallocation is on disk beyond what the size cap counts.
+the next append tries again (no sooner than ``_RETRY_S`` after: every append of a flat-out
+logger would otherwise create, allocate and delete a file; the appends refused meanwhile count
+as ``write_errors``). A disk with room for less than a whole segment gets a smaller one
+(:func:`create_segment`, counted as ``degraded``), so that a nearly full disk, at start-up
+too, still takes records; the next rotation asks for a whole segment again. Sealed segments are
+cut back to their content; up to one segment's preallocation is on disk beyond what the size
+cap counts.
 
 Size cap. ``max_bytes`` bounds the sum of segment file sizes (what fills a disk), so room is
 freed a whole segment at a time; ``segment_bytes`` must be at most half of it. When a record
@@ -25,15 +30,20 @@ does not fit, ``full_policy`` decides:
 - ``drop_newest``: refuse the new record (``dropped``).
 - ``block``: wait on a ``threading.Condition`` (no polling) up to ``block_timeout_s`` for an
   ack to free a segment, then drop the new record.
+
+The ledger (``_spool_ledger``) is written at every segment's creation and before a dropped
+segment's file is deleted, so that it never names a segment the spool deleted itself.
 """
 
 from __future__ import annotations
 
+import errno
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from agent_logging._segments import Segment, SpoolPosition, segment_path, unlink
-from agent_logging._spool_sync import fsync_directory
+from agent_logging._segments import Segment, SpoolPosition, retire, segment_path
+from agent_logging._spool_recreate import recreate_if_deleted
+from agent_logging._spool_sync import fsync_directory, note_ledger
 from agent_logging._writer import SegmentWriter
 
 if TYPE_CHECKING:
@@ -48,6 +58,12 @@ __all__ = [
     "write_failed",
 ]
 
+#: After a segment could not be created, appends that need one wait this long to try again.
+_RETRY_S: Final = 0.5
+#: The smallest segment a full disk is asked for, unless the frame needs more.
+_SMALLEST_BYTES: Final = 64 * 1024
+_NO_SPACE: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
+
 
 def prepare(spool: Spool, size: int) -> bool:
     """The slow path (lock held): apply the full policy, rotate; False when not stored."""
@@ -60,6 +76,9 @@ def prepare(spool: Spool, size: int) -> bool:
         or (active.size and active.size + size > spool._opt.segment_bytes)
         or active.size + size > spool._writer.capacity
     ):
+        if time.monotonic() < spool._retry_at:
+            spool._write_errors += 1  # the last try failed a moment ago: lost, counted
+            return False
         return _rotate(spool, size)
     return True
 
@@ -92,8 +111,8 @@ def refresh_fast_limit(spool: Spool) -> None:
         spool._fast_limit = -1
     else:
         room = spool._opt.max_bytes - spool._sealed_bytes
-        # A segment's mapping is never smaller than segment_bytes: what passes fits it.
-        spool._fast_limit = min(spool._opt.segment_bytes, room)
+        # What passes must fit the active segment: segment_bytes, or less on a full disk.
+        spool._fast_limit = min(spool._opt.segment_bytes, spool._writer.capacity, room)
 
 
 def _drop_head_segment(spool: Spool) -> None:
@@ -102,7 +121,8 @@ def _drop_head_segment(spool: Spool) -> None:
         spool._superseded = SpoolPosition(segment.seq, spool._head_offset)
     spool._dropped += segment.records
     remove_head(spool)
-    if not unlink(segment.path):
+    note_ledger(spool)  # first: a ledger naming a segment that is gone reports a loss
+    if not retire(spool.directory, segment):
         spool._write_errors += 1
 
 
@@ -112,20 +132,23 @@ def remove_head(spool: Spool) -> None:
     spool._sealed_bytes -= segment.size
     spool._bytes -= segment.bytes
     spool._head_offset = 0
+    spool._head_acked = 0
     refresh_fast_limit(spool)
     spool._room.notify_all()
 
 
 def _rotate(spool: Spool, size: int) -> bool:
     """Seal the active segment and start the next, with room for a ``size``-byte frame."""
+    recreate_if_deleted(spool)  # a directory deleted under the spool: made again first
     old = spool._active
     try:
         spool._active, writer = create_segment(
-            spool, old.seq + 1, max(spool._opt.segment_bytes, size)
+            spool, old.seq + 1, max(spool._opt.segment_bytes, size), size
         )
     except OSError:
         spool._write_errors += 1
         spool._rotate_due = True
+        spool._retry_at = time.monotonic() + _RETRY_S
         refresh_fast_limit(spool)
         return False
     spool._writer.seal(old.size)
@@ -133,9 +156,10 @@ def _rotate(spool: Spool, size: int) -> bool:
     spool._rotate_due = False
     if old.size == 0 and spool._segments[0] is not old:
         spool._segments.remove(old)  # nothing in it, and not the reader's: delete it now
-        unlink(old.path)
+        retire(spool.directory, old)
     else:
         spool._sealed_bytes += old.size
+    note_ledger(spool)
     refresh_fast_limit(spool)
     if spool._fsync_always:
         fsync_directory(spool)
@@ -144,10 +168,33 @@ def _rotate(spool: Spool, size: int) -> bool:
     return True
 
 
-def create_segment(spool: Spool, seq: int, capacity: int) -> tuple[Segment, SegmentWriter]:
-    """A new segment of ``capacity`` bytes, allocated on disk and mapped (lock held)."""
+def create_segment(
+    spool: Spool, seq: int, capacity: int, needed: int
+) -> tuple[Segment, SegmentWriter]:
+    """A new segment of ``capacity`` bytes, allocated on disk and mapped (lock held).
+
+    On a disk without room for it, a quarter of the size is tried, and so on down to
+    ``needed`` (the frame it is for) or ``_SMALLEST_BYTES``, whichever is larger; each
+    smaller segment counts as ``degraded``. With ``needed`` 0 (at open) a disk without room
+    even for that gets a segment of no capacity (``_writer``): the spool opens, refuses
+    records until a rotation finds room, and counts them as ``write_errors``.
+
+    Raises:
+        OSError: the segment cannot be created (or allocated for ``needed`` bytes).
+    """
     segment = Segment(seq, segment_path(spool.directory, seq))
-    writer = SegmentWriter(segment.path, capacity)
+    size = capacity
+    while True:
+        try:
+            writer = SegmentWriter(segment.path, size)
+            break
+        except OSError as exc:
+            floor = max(needed, _SMALLEST_BYTES)
+            if exc.errno not in _NO_SPACE or (size <= floor and needed):
+                raise
+            size = 0 if size <= floor else max(size // 4, floor)
+    if size < capacity:
+        spool._degraded += 1
     spool._segments.append(segment)
     return segment, writer
 

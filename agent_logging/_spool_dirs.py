@@ -2,11 +2,12 @@
 
 A spool directory is ``<spool_dir>/<service>/`` (``<service>.<pid>/`` when another live
 process holds that one): a ``lock`` file, ``seg-*.spool`` segments, ``acked``, ``in-flight``
-(how far records may have reached Loki, ``_reconcile``), and the dead-letter files of entries
-Loki refused. The durable sink (``_durable``) opens its own and
-adopts orphans; ``agent-logging status`` and ``drain`` (``_cli``, ``_drain``) find them and
-read them from outside (:func:`spooled_records`, :func:`live_owner_pid`: unlike
-``_spool_lock.owner_pid``, None when no live process holds the lock), their owner alive or not.
+(how far records may have reached Loki, ``_reconcile``), ``ledger``, the ``quarantine`` folder
+(``_spool_quarantine``), and the dead-letter files of entries Loki refused. The durable sink
+(``_durable``) opens its own and adopts orphans; ``agent-logging status`` and ``drain``
+(``_cli``, ``_drain``) find them and read them from outside (:func:`spooled_records`,
+:func:`live_owner_pid`: unlike ``_spool_lock.owner_pid``, None when no live process holds the
+lock), their owner alive or not.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import contextlib
 import fcntl
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_logging._framing import Corrupt, TornTail
 from agent_logging._segments import SpooledRecord, read_all
 from agent_logging._spool import Spool
+from agent_logging._spool_quarantine import QUARANTINE_NAME
 from agent_logging.errors import SpoolError
 
 if TYPE_CHECKING:
@@ -43,7 +46,7 @@ DEAD_LETTER_NAME: Final = "dead-letter.ndjson"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: The files a spool directory consists of (see ``_spool``); removing an emptied orphan
 #: deletes only these, so a directory holding anything else is never removed.
-_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp|in-flight")
+_SPOOL_FILES: Final = re.compile(r"seg-\d{16}\.spool|acked|acked\.tmp|in-flight|ledger")
 
 
 def is_spool_dir(path: Path) -> bool:
@@ -60,14 +63,17 @@ def spool_dirs(root: Path) -> list[Path]:
     return sorted(path for path in root.iterdir() if path.is_dir() and is_spool_dir(path))
 
 
-def spooled_records(directory: Path) -> Iterator[SpooledRecord]:
+def spooled_records(
+    directory: Path, on_damage: Callable[[Path, Corrupt | TornTail], None] | None = None
+) -> Iterator[SpooledRecord]:
     """The spool's unacknowledged records; none once its directory is gone.
 
     An adopting process removes an orphan spool it emptied, possibly while we look at it:
-    a directory that vanished holds nothing, which is not an error.
+    a directory that vanished holds nothing, which is not an error. ``on_damage`` is
+    ``read_all``'s.
     """
     try:
-        yield from read_all(directory)
+        yield from read_all(directory, on_damage)
     except SpoolError:
         if directory.exists():
             raise
@@ -130,8 +136,9 @@ def remove_spool_files(directory: Path) -> None:
             if _SPOOL_FILES.fullmatch(entry.name):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-    if not dead_letter_paths(directory):
-        # Kept with the lock, so that ``agent-logging drain`` still finds the dead letters.
+    if not dead_letter_paths(directory) and not (directory / QUARANTINE_NAME).exists():
+        # Kept with the lock, so that ``agent-logging drain`` still finds the dead letters
+        # and the quarantine (records lost to damage).
         with contextlib.suppress(OSError):
             os.unlink(directory / "lock")
 

@@ -11,10 +11,14 @@ a frame of this process. A batch never spans two segments (it keeps acks, counts
 per segment simple; with 8 MiB segments and 1 MiB batches the cost is one short batch per
 segment). An ack rewrites ``acked`` (write to ``acked.tmp`` + ``os.replace``, no fsync: after a
 power loss an older ack file means a resend, which Loki does not always de-duplicate; after a
-kill of the process it is intact, and only the batch in flight is in doubt, reconciled with Loki
-before anything of it is pushed again, ``_reconcile``) and deletes a segment once all of it
-is acknowledged, never before. Memory holds at most one batch: segments are tracked as
-counts, and reads go through a window of about ``max_bytes``.
+kill of the process it is intact, and only the batch in flight is in doubt, reconciled with
+Loki before anything of it is pushed again, ``_reconcile``; it also says how many records of
+the head segment were acknowledged, for replay's check against the ledger) and deletes a
+segment once all of it is acknowledged, never before. A segment finished with records that were
+never read (damage found while reading skipped them) lost those records: it is reported and
+kept in the quarantine instead (:func:`finish`, ``_spool_quarantine``), as is one that cannot
+be read. Memory holds at most one batch: segments are tracked as counts, and reads go through a
+window of about ``max_bytes``.
 
 Costs, measured as in ``_spool``'s module doc: ``peek_batch`` + ``ack`` of 1 MiB batches, fsync
 included, cost about 4 µs per record on a loaded machine (``python -m benchmarks.ship``'s
@@ -23,27 +27,30 @@ breakdown; 6.6-11.5 µs before the single-loop batch read of ``_segment_batches.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_logging._framing import HEADER_BYTES
 from agent_logging._segment_batches import read_segment
 from agent_logging._segments import (
+    OPEN_READ,
     Segment,
     SpooledRecord,
     SpoolPosition,
-    set_aside,
-    unlink,
+    pread_reader,
+    retire,
     write_acked,
 )
 from agent_logging._spool_cap import refresh_fast_limit, remove_head
+from agent_logging._spool_quarantine import damage_regions, report_loss
+from agent_logging._spool_recreate import recreate_if_deleted
 from agent_logging.errors import SpoolError
 
 if TYPE_CHECKING:
     from agent_logging._spool import Spool
 
-__all__ = ["Batch", "ack", "peek_batch"]
+__all__ = ["Batch", "ack", "finish", "peek_batch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,25 +120,27 @@ def peek_batch(spool: Spool, max_records: int, max_bytes: int) -> Batch | None:
                     return None
                 remove_head(spool)  # sealed with nothing left to ship: finish it
                 head = SpoolPosition(spool._segments[0].seq, 0)
-            _write_acked(spool, head)
-            _unlink_counted(spool, segment.path)
+            _write_acked(spool, head, 0)
+            finish(spool, segment)
 
 
 def _read_failed(
     spool: Spool, segment: Segment, start: SpoolPosition, sealed: bool, exc: OSError
 ) -> None:
     with spool._lock:
+        if recreate_if_deleted(spool):  # the whole directory went: counted there
+            refresh_fast_limit(spool)
+            return
         if spool._segments[0] is not segment or spool._head_offset != start.offset:
             return  # dropped while we read it: the next round reads the new head
         if not sealed:  # rotate, so that next time it is a sealed one to set aside
             spool._rotate_due = True
             refresh_fast_limit(spool)
             raise SpoolError(f"cannot read spool segment {segment.path}: {exc}") from exc
-        # A sealed segment that cannot be read: set it aside, count its records as lost.
-        spool._dropped += segment.records
+        # A sealed segment that cannot be read: its records are lost; keep it for autopsy.
         spool._bad_segments += 1
         remove_head(spool)
-    set_aside(segment.path)
+    finish(spool, segment, f"the segment cannot be read: {exc}")
 
 
 def ack(spool: Spool, batch: Batch) -> None:
@@ -174,25 +183,63 @@ def ack_range(
             remove_head(spool)
         else:
             spool._head_offset = end.offset
+            spool._head_acked += count
         position = SpoolPosition(spool._segments[0].seq, spool._head_offset)
+        head_acked = spool._head_acked
     # The ack file first: a crash before the unlink leaves a segment that replay
     # recognises as acknowledged (its sequence is below the ack's).
-    _write_acked(spool, position)
+    _write_acked(spool, position, head_acked)
     if finished:
-        _unlink_counted(spool, segment.path)
+        finish(spool, segment)
     return True
 
 
-def _write_acked(spool: Spool, position: SpoolPosition) -> None:
+def _write_acked(spool: Spool, position: SpoolPosition, head_acked: int) -> None:
     try:
-        write_acked(spool.directory, position)
+        write_acked(spool.directory, position, head_acked)
     except OSError:
         with spool._lock:
             spool._write_errors += 1
 
 
-def _unlink_counted(spool: Spool, path: Path) -> None:
-    """Delete a file, counting a failure as a write error (lock not held)."""
-    if not unlink(path):
+def finish(spool: Spool, segment: Segment, why: str = "") -> None:
+    """A segment left the spool (lock not held): delete it, or keep it in the quarantine.
+
+    Records of it still counted as unacknowledged were never read: damage found while
+    reading skipped them (or ``why`` says the file could not be read). They are lost,
+    counted (``lost``) and reported with the damage the file shows now, and the file is kept.
+    """
+    if segment.records:
+        lost = segment.records
+        segment.records = 0
+        segment.lost += lost
+        with spool._lock:
+            spool._lost += lost
+        if not _report_finished(spool, segment, why or "damage found while shipping"):
+            with spool._lock:
+                spool._write_errors += 1
+    if not retire(spool.directory, segment):
         with spool._lock:
             spool._write_errors += 1
+
+
+def _report_finished(spool: Spool, segment: Segment, why: str) -> bool:
+    try:
+        fd = os.open(segment.path, OPEN_READ)
+        try:
+            regions = damage_regions(pread_reader(fd), 0, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+    except OSError:
+        regions = []
+    return report_loss(
+        spool.directory,
+        segment.path.name,
+        {
+            "records_lost": segment.lost,
+            "at_least": False,
+            "written": segment.written,
+            "damage": regions,
+            "why": why,
+        },
+    )

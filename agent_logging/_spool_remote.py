@@ -24,9 +24,9 @@ from agent_logging._segments import SpoolPosition
 from agent_logging._spool_cap import remove_head
 from agent_logging._spool_reading import (
     _read_failed,
-    _unlink_counted,
     _write_acked,
     ack_range,
+    finish,
 )
 
 if TYPE_CHECKING:
@@ -108,8 +108,8 @@ def plan(spool: Spool) -> ReadPlan | None:
                     return None
                 remove_head(spool)
                 head = SpoolPosition(spool._segments[0].seq, 0)
-            _write_acked(spool, head)
-            _unlink_counted(spool, segment.path)
+            _write_acked(spool, head, 0)
+            finish(spool, segment)
 
 
 def report(

@@ -29,7 +29,11 @@ class SpoolStats:
     ``records``, ``bytes`` (framed) and ``oldest_ts_ns`` describe what is not acknowledged yet;
     ``disk_bytes`` is what the size cap measures; ``segments`` counts segment files.
     ``appended``, ``dropped`` and ``write_errors`` count since this open; ``torn``, ``corrupt``
-    and ``bad_segments`` count damage found in replayed and current segments.
+    and ``bad_segments`` count damage found in replayed and current segments, ``lost`` the
+    records it cost (and those of segment files deleted under the spool: each reported in its
+    quarantine, ``_spool_quarantine``); ``recreated`` counts the times the spool directory was
+    found deleted and made again, ``degraded`` the segments made smaller than
+    ``segment_bytes`` because the disk was too full for a whole one.
     """
 
     records: int
@@ -43,6 +47,9 @@ class SpoolStats:
     segments: int
     bad_segments: int
     disk_bytes: int
+    lost: int = 0
+    recreated: int = 0
+    degraded: int = 0
 
 
 def snapshot(spool: Spool) -> SpoolStats:
@@ -65,6 +72,9 @@ def snapshot(spool: Spool) -> SpoolStats:
             segments=len(spool._segments),
             bad_segments=spool._bad_segments,
             disk_bytes=disk_bytes(spool),
+            lost=spool._lost,
+            recreated=spool._recreated,
+            degraded=spool._degraded,
         )
     for path, start, size in candidates:
         ts_ns = first_ts_ns(path, start, size)

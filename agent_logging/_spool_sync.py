@@ -17,6 +17,11 @@ takes milliseconds, an append a microsecond). The policy (``fsync``):
 
 A directory fsync follows segment creation (at open, and with the next sync after a rotation)
 so a new segment's name survives power loss too; ``close()`` fsyncs unless ``never``.
+
+The ledger (``_spool_ledger``: how many records each segment was given) is written after the
+fsyncs of every :func:`sync`, and by :func:`sync_if_due` under every policy at most every
+``REFRESH_S``: the shipper calls it however long Loki is down, so the ledger of a spool that
+cannot ship lags its appends by about a second.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ import time
 from typing import TYPE_CHECKING
 
 from agent_logging._segments import Segment, fsync_path
+from agent_logging._spool_ledger import REFRESH_S, write_ledger
 
 if TYPE_CHECKING:
     from agent_logging._spool import Spool
 
-__all__ = ["fsync_active", "fsync_directory", "sync", "sync_if_due"]
+__all__ = ["fsync_active", "fsync_directory", "note_ledger", "sync", "sync_if_due"]
 
 #: The clock of the ``interval`` fsync policy; tests replace it (``_spool`` reads it through
 #: this module, so that the replacement reaches the spool's first reading too).
@@ -53,8 +59,17 @@ def fsync_directory(spool: Spool) -> None:
         spool._write_errors += 1
 
 
+def note_ledger(spool: Spool) -> None:
+    """Write the ledger from the spool's segments (lock held): a few microseconds."""
+    spool._ledger_at = _now()
+    spool._ledger_appended = spool._appended
+    if not write_ledger(spool.directory, [(s.seq, s.written) for s in spool._segments]):
+        spool._write_errors += 1
+
+
 def sync(spool: Spool) -> None:
-    """fsync every segment with unsynced bytes, and the directory after a rotation.
+    """fsync every segment with unsynced bytes, and the directory after a rotation, then
+    bring the ledger up to date with what was synced.
 
     The body of :meth:`Spool.sync <agent_logging._spool.Spool.sync>` (lock not held).
     """
@@ -73,6 +88,9 @@ def sync(spool: Spool) -> None:
     if dir_dirty and not fsync_path(spool.directory):
         with spool._lock:
             spool._write_errors += 1
+    with spool._lock:
+        if spool._usable:
+            note_ledger(spool)
 
 
 def _fsync_segment(spool: Spool, segment: Segment, size: int, active_fd: int) -> None:
@@ -95,6 +113,10 @@ def _fsync_segment(spool: Spool, segment: Segment, size: int, active_fd: int) ->
 def sync_if_due(spool: Spool) -> bool:
     """The body of :meth:`Spool.sync_if_due <agent_logging._spool.Spool.sync_if_due>`."""
     if spool._opt.fsync != "interval" or _now() - spool._last_sync < spool._opt.fsync_interval_s:
+        if _now() - spool._ledger_at >= REFRESH_S:
+            with spool._lock:
+                if spool._usable and spool._appended != spool._ledger_appended:
+                    note_ledger(spool)
         return False
     spool.sync()
     return True

@@ -25,6 +25,10 @@ the record is in the kernel's hands, so a kill loses nothing, but every log call
 system call, with the GIL hand-over that costs beside a busy thread (see above). Readers of
 such a segment use ``pread`` (they get no mapping from the spool either).
 
+On a disk too full. The spool asks for a smaller segment when the disk cannot hold a whole
+one (``_spool_cap.create_segment``), down to a segment of no capacity at all: an empty file,
+neither allocated nor mapped, that takes no record (every append rotates, and so tries again).
+
 Sealing unmaps the file and cuts it back to its content; in a forked child, :meth:`forget`
 drops this process's mapping and descriptor without touching the file the parent writes.
 """
@@ -62,6 +66,14 @@ class SegmentWriter:
 
     def __init__(self, path: Path, capacity: int) -> None:
         fd = os.open(path, _OPEN_NEW, 0o600)
+        self.fd = fd
+        self.capacity = capacity
+        self.release_at = RELEASE_BYTES
+        self._released = 0
+        self.mapping: mmap.mmap | None = None
+        self.unmapped_reason: str | None = None
+        if capacity == 0:  # a placeholder on a full disk: nothing to allocate or map
+            return
         try:
             os.posix_fallocate(fd, 0, capacity)
         except OSError as exc:
@@ -72,16 +84,10 @@ class SegmentWriter:
                 exc.errno,
                 f"cannot allocate {capacity:,} bytes on disk for {path}: {exc.strerror or exc}",
             ) from exc
-        self.unmapped_reason: str | None = None
         try:
-            self.mapping: mmap.mmap | None = mmap.mmap(fd, capacity)
+            self.mapping = mmap.mmap(fd, capacity)
         except OSError as exc:  # a filesystem that cannot map it: one pwrite per record
-            self.mapping = None
             self.unmapped_reason = f"cannot map {path} shared and writable: {exc.strerror or exc}"
-        self.fd = fd
-        self.capacity = capacity
-        self.release_at = RELEASE_BYTES
-        self._released = 0
 
     def write_unmapped(self, start: int, frame: bytes) -> None:
         """Write ``frame`` at ``start`` with ``os.pwrite``: the writer has no mapping.

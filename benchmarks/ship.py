@@ -35,8 +35,19 @@ A per-record cost breakdown by stage (pipeline, spool append, peek, the shipper'
 ``encode_records`` and, for reference, the entry path it replaces (entry mapping + protobuf),
 snappy, and the test server's own decode + store) explains the throughput.
 
+Against a real Loki (``--loki-url URL``, e.g. one that ``../shared/loki/start-loki`` starts,
+with stock limits: 4 MB/s per tenant, 6 MB burst), the run is another: sustained lines/s of
+both our shippers (the thread and the shipper process) and of python-logging-loki's
+``LokiHandler``, one after the other into that same Loki, each scenario under a service name
+of its own (counted with a ``count_over_time`` query every 0.25 s); then a backlog of
+``--backlog-records`` (500,000) records, spooled with Loki down, and the time
+``agent-logging drain`` takes to ship it and see every record in Loki, beside the floor the
+tenant's rate limit sets (its bytes at 4 MiB/s). Every figure is printed with its ratio to
+LokiHandler's, measured in the same run.
+
 Run: ``python -m benchmarks.ship [--records N] [--repeat N] [--sink-only] [--quick]
-[--skip-baselines] [--skip-breakdown] [--json]``; ``--help`` lists every count.
+[--skip-baselines] [--skip-breakdown] [--json] [--loki-url URL]``; ``--help`` lists every
+count.
 ``--repeat N`` runs the counting-sink scenario N times and keeps the fastest (the machine is
 shared); ``--sink-only`` runs nothing else. The default run takes
 about 2-3 minutes on 2 cores; ``--quick`` divides every count by 10 (about 40 s).
@@ -54,6 +65,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 from benchmarks._common import (
@@ -68,6 +80,12 @@ from benchmarks._common import (
 )
 
 LABELS: Final = {"service": "bench", "layer": "node", "env": "prod"}
+#: The service name a child logs under (a real Loki is shared by every scenario of a run).
+SERVICE_ENV: Final = "BENCH_SHIP_SERVICE"
+#: Where the ``spool`` child spools (``--loki-url``: the backlog for ``agent-logging drain``).
+SPOOL_DIR_ENV: Final = "BENCH_SHIP_SPOOL_DIR"
+#: A stock Loki's ``ingestion_rate_mb`` (4 MiB/s per tenant).
+STOCK_RATE_BYTES: Final = 4 * 2**20
 PUSH_PATH: Final = "/loki/api/v1/push"
 PACED_WARMUP: Final = 500
 BASELINES: Final = (("handler", "LokiHandler 0.3.1"), ("queue", "LokiQueueHandler 0.3.1"))
@@ -189,7 +207,7 @@ def child_durable(
     spool_dir = tempfile.mkdtemp(prefix="bench-ship-")
     try:
         agent_logging.configure(
-            LABELS["service"],
+            _service(),
             LABELS["layer"],
             LABELS["env"],
             output="none",
@@ -227,6 +245,36 @@ def child_durable(
         helper_cpu_us=helper_cpu_us,
         helper_rss_kib=helper_rss_kib,
     )
+
+
+def _service() -> str:
+    return os.environ.get(SERVICE_ENV) or LABELS["service"]
+
+
+def child_spool(url: str, records: int) -> None:
+    """Spool ``records`` with Loki down (``url``: a closed port) into ``$BENCH_SHIP_SPOOL_DIR``,
+    and leave them there: the backlog of a node after an outage."""
+    import agent_logging
+
+    agent_logging.configure(
+        _service(),
+        LABELS["layer"],
+        LABELS["env"],
+        output="none",
+        capture_stdlib=False,
+        loki_url=url,
+        spool_dir=os.environ[SPOOL_DIR_ENV],
+        spool_max_bytes=2**30,
+        health_interval_s=0,
+    )
+    agent_logging.bind(**IDS)
+    info = agent_logging.get_logger("bench").info
+    for i in range(records):
+        info("task claimed", task="reimage", attempt=i)
+    agent_logging.shutdown(timeout_s=0.0)
+    _emit(phase="spooled")
+    sys.stdin.readline()  # the parent's ``finish``, as every child waits for it
+    _emit(phase="done")
 
 
 def _helper_rss_kib() -> int | None:
@@ -271,7 +319,7 @@ def child_handler(url: str, records: int, *, queued: bool) -> None:
     logger.setLevel(logging.INFO)
     options: dict[str, Any] = {
         "url": url + PUSH_PATH,
-        "tags": {"service_name": LABELS["service"], "layer": "node", "env": "prod"},
+        "tags": {"service_name": _service(), "layer": "node", "env": "prod"},
         "version": "1",
     }
     if queued:
@@ -411,6 +459,8 @@ def _child(scenario: str, url: str, records: int, rate: float) -> None:
         child_handler(url, records, queued=scenario == "queue")
     elif scenario == "breakdown":
         child_breakdown(records)
+    elif scenario == "spool":
+        child_spool(url, records)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
 
@@ -423,14 +473,22 @@ def _run(
     records: int,
     *,
     url: str = "",
-    loki: LokiProcess | None = None,
+    loki: LokiProcess | RealLoki | None = None,
     rate: float = 0.0,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run one scenario in a fresh process; with ``loki``, wait until it holds every record."""
     command = [sys.executable, "-m", "benchmarks.ship", "--child", scenario]
     command += ["--records", str(records), "--url", url, "--rate", str(rate)]
+    if isinstance(loki, RealLoki):
+        env = {**(env or {}), SERVICE_ENV: loki.service}
     with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        command,
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
     ) as process:
         if process.stdin is None or process.stdout is None:
             raise RuntimeError("no pipes to the child")
@@ -489,6 +547,15 @@ def main() -> None:
     parser.add_argument("--skip-baselines", action="store_true")
     parser.add_argument("--skip-breakdown", action="store_true")
     parser.add_argument("--json", action="store_true", help="also print the raw results")
+    parser.add_argument(
+        "--loki-url", default="", help="measure against this real Loki instead (see above)"
+    )
+    parser.add_argument(
+        "--real-records", type=int, default=100_000, help="each of our shippers, real Loki"
+    )
+    parser.add_argument(
+        "--backlog-records", type=int, default=500_000, help="the backlog drained, real Loki"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
     parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -497,7 +564,8 @@ def main() -> None:
         _child(args.child, args.url, args.records, args.rate)
         return
     counts = ["records", "server_records", "baseline_records", "outage_records", "paced_records"]
-    counts += ["outage_handler_records", "outage_queue_records"]
+    counts += ["outage_handler_records", "outage_queue_records", "real_records"]
+    counts += ["backlog_records"]
     if args.quick:
         for name in counts:
             setattr(args, name, max(10, getattr(args, name) // 10))
@@ -506,6 +574,9 @@ def main() -> None:
     print(f"machine: {machine_note()}")
     began = time.monotonic()
     runs: dict[str, dict[str, Any]] = {}
+    if args.loki_url:
+        _against_real_loki(args.loki_url.rstrip("/"), args)
+        return
     if args.sink_only:
         _sink_best(args.records, args.repeat, verbose=True)
         return
@@ -546,6 +617,135 @@ def main() -> None:
     _report(runs, time.monotonic() - began)
     if args.json:
         print(json.dumps(runs))
+
+
+class RealLoki:
+    """A real Loki seen as :class:`LokiProcess` is: how many entries one service has there.
+
+    Counted with ``sum(count_over_time({service_name="..."}[1h]))`` (an instant query, every
+    shard of the stream summed), so each scenario of a run has a service name of its own.
+    """
+
+    def __init__(self, url: str, scenario: str) -> None:
+        import uuid
+
+        import httpx
+
+        self.url = url
+        self.service = f"bench-{scenario}-{uuid.uuid4().hex[:8]}"
+        self._http = httpx.Client(base_url=url, timeout=30.0)
+
+    def count(self) -> int:
+        query = f'sum(count_over_time({{service_name="{self.service}"}}[1h]))'
+        response = self._http.get("/loki/api/v1/query", params={"query": query})
+        response.raise_for_status()
+        result = response.json()["data"]["result"]
+        return int(float(result[0]["value"][1])) if result else 0
+
+    def wait_for(self, n: int, timeout_s: float) -> float | None:
+        """When (``time.monotonic()``) Loki held ``n`` entries, or None after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.count() >= n:
+                return time.monotonic()
+            time.sleep(0.25)  # polling a real server: nothing to wait on but time
+        return None
+
+
+def _against_real_loki(url: str, args: argparse.Namespace) -> None:
+    """The ``--loki-url`` run: sustained lines/s into a real Loki, and a backlog's drain."""
+    began = time.monotonic()
+    runs: dict[str, dict[str, Any]] = {}
+    for key, scenario, records in (
+        ("handler", "handler", args.baseline_records),
+        ("ours", "sustained", args.real_records),
+        ("ours_process", "sustained_process", args.real_records),
+    ):
+        loki = RealLoki(url, key)
+        runs[key] = _run(scenario, records, url=url, loki=loki)
+        runs[key]["stored"] = loki.count()
+    runs["drain"] = _drain_backlog(url, args.backlog_records)
+    elapsed_s = time.monotonic() - began
+
+    baseline = _rate(runs["handler"])
+    print(f"\n1. sustained lines/s into the real Loki at {url} ({elapsed_s:.0f} s, whole run)")
+    print(f"  {'':<44} {'records':>8} {'stored':>8} {'lines/s':>9} {'x LokiHandler':>13}")
+    for label, key in (
+        ("LokiHandler 0.3.1 (baseline)", "handler"),
+        ("agent_logging, shipper thread", "ours"),
+        ("agent_logging, shipper process", "ours_process"),
+    ):
+        run = runs[key]
+        rate = _rate(run)
+        shown = "timeout" if rate is None else f"{rate:,.0f}"
+        ratio = f"{rate / baseline:.1f}x" if rate and baseline else "?"
+        print(f"  {label:<44} {run['records']:>8,} {run['stored']:>8,} {shown:>9} {ratio:>13}")
+    drain = runs["drain"]
+    floor_s = drain["bytes"] / STOCK_RATE_BYTES
+    handler_s = drain["records"] / baseline if baseline else float("nan")
+    print(
+        f"\n2. a backlog of {drain['records']:,} records ({drain['bytes'] / 2**20:.0f} MiB of "
+        f"lines), spooled with Loki down, shipped by agent-logging drain (exit {drain['code']})"
+    )
+    print(f"  drained and every record seen in Loki: {drain['took_s']:.1f} s")
+    print(
+        f"  the floor at the tenant's 4 MiB/s (lines only): {floor_s:.1f} s "
+        f"(drain took {drain['took_s'] / floor_s:.2f}x that)"
+    )
+    print(
+        f"  LokiHandler at its rate above: {handler_s:,.0f} s "
+        f"(drain {handler_s / drain['took_s']:.1f}x faster)"
+    )
+    print(f"  dead letters written: {drain['dead_letters']}; drain said: {drain['said']}")
+    if args.json:
+        print(json.dumps(runs))
+
+
+def _drain_backlog(url: str, records: int) -> dict[str, Any]:
+    """Spool ``records`` with Loki down, then time ``agent-logging drain`` into ``url``."""
+    spool_root = tempfile.mkdtemp(prefix="bench-backlog-")
+    try:
+        loki = RealLoki(url, "backlog")
+        env = {SERVICE_ENV: loki.service, SPOOL_DIR_ENV: spool_root}
+        _run("spool", records, url=closed_port_url(), env=env)
+        size = sum(row["bytes"] for row in _status_rows(spool_root))
+        began = time.monotonic()
+        drained = subprocess.run(
+            [
+                *(sys.executable, "-m", "agent_logging._cli", "drain"),
+                *("--spool-dir", spool_root, "--loki-url", url, "--timeout-s", "3600"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        took_s = time.monotonic() - began
+        letters = sum(
+            len(path.read_bytes().splitlines()) for path in Path(spool_root).rglob("dead-letter*")
+        )
+    finally:
+        shutil.rmtree(spool_root, ignore_errors=True)
+    said = (drained.stdout + drained.stderr).strip().splitlines()
+    return {
+        "records": records,
+        "bytes": size,
+        "took_s": took_s,
+        "code": drained.returncode,
+        "dead_letters": letters,
+        "said": said[-1] if said else "",
+    }
+
+
+def _status_rows(spool_root: str) -> list[dict[str, Any]]:
+    """``agent-logging status --json`` of a spool root: each spool's records and bytes."""
+    status = subprocess.run(
+        [sys.executable, "-m", "agent_logging._cli", "status", "--spool-dir", spool_root, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows: list[dict[str, Any]] = json.loads(status.stdout)
+    return rows
 
 
 def _sink_best(records: int, repeat: int, *, verbose: bool = False) -> dict[str, Any]:

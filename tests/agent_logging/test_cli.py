@@ -24,9 +24,9 @@ from agent_logging._dead_letter import append_dead_letter
 from agent_logging._durable import Durable
 from agent_logging._entries import PushEntry
 from agent_logging._loki_client import LokiClient
-from agent_logging._render import rfc3339_ns
 from agent_logging._spool import Spool, read_all
 from agent_logging._spool_dirs import DEAD_LETTER_NAME
+from agent_logging.schema import rfc3339_ns
 from tests.argparse_help import options_without_help
 from tests.lokisim import Limits, LokiServer
 
@@ -125,6 +125,11 @@ def test_status_json_shows_dead_and_live_spools(
             "records": 3,
             "bytes": dead_bytes,
             "dead_lettered": 0,
+            "torn": 0,
+            "corrupt": 0,
+            "lost": 0,
+            "losses": [],
+            "quarantine": None,
         },
         {
             "spool": str(root / "live"),
@@ -132,6 +137,11 @@ def test_status_json_shows_dead_and_live_spools(
             "records": 2,
             "bytes": live_spool,
             "dead_lettered": 0,
+            "torn": 0,
+            "corrupt": 0,
+            "lost": 0,
+            "losses": [],
+            "quarantine": None,
         },
     ]
 
@@ -143,7 +153,17 @@ def test_status_table_names_the_owner_of_a_live_spool(
     dead_spool(root / "dead", 3)
     assert _cli.main(["status", "--spool-dir", str(root)]) == 0
     header, dead, live = capsys.readouterr().out.splitlines()
-    assert header.split() == ["spool", "owner", "records", "bytes", "oldest_s", "dead"]
+    assert header.split() == [
+        "spool",
+        "owner",
+        "records",
+        "bytes",
+        "oldest_s",
+        "dead",
+        "torn",
+        "corrupt",
+        "lost",
+    ]
     assert dead.split()[:3] == [str(root / "dead"), "-", "3"]
     assert live.split()[:3] == [str(root / "live"), str(os.getpid()), "2"]
 
@@ -364,13 +384,13 @@ def test_drain_waits_for_a_live_owner_to_ship_what_it_had_spooled(
     reads = 0
     waiting, go_on = threading.Event(), threading.Event()
 
-    def watched_read_all(directory: Path) -> Any:
+    def watched_read_all(directory: Path, on_damage: Any = None) -> Any:
         nonlocal reads
         reads += 1
         if reads == 2:
             waiting.set()
             go_on.wait(20.0)
-        return read_all(directory)
+        return read_all(directory, on_damage)
 
     monkeypatch.setattr(_spool_dirs, "read_all", watched_read_all)
     codes: list[int] = []

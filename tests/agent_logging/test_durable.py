@@ -32,10 +32,10 @@ import agent_logging
 from agent_logging import _adoption, _durable, _state
 from agent_logging._durable import Durable
 from agent_logging._loki_client import LokiClient, QueriedEntry
-from agent_logging._render import rfc3339_ns
 from agent_logging._shipper import Shipper
 from agent_logging._spool import Spool, read_all
 from agent_logging._spool_dirs import DEAD_LETTER_NAME
+from agent_logging.schema import rfc3339_ns
 from tests.lokisim import Limits, LokiServer
 from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
 
@@ -500,6 +500,7 @@ def test_a_spool_that_cannot_store_records_is_reported_once_naming_it(
         "health()['write_errors'] without being reported again"
     ]
 
+    durable().spool._retry_at = 0.0  # past the pause between tries (_spool_cap._RETRY_S)
     log.info("after the disk has room again")  # the spool recovers on a fresh segment
     loki.come_up()
     assert durable().flush(timeout_s=15.0)

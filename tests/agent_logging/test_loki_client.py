@@ -131,6 +131,15 @@ TENANT_LIMITED = (
     "ingest '7000' lines totaling '7042000' bytes, reduce log volume or contact your Loki "
     "administrator to see if the limit can be increased"
 )
+TENANT_LIMITED_SMALL = (
+    "ingestion rate limit exceeded for user fake (limit: 4194304 bytes/sec) while attempting to "
+    "ingest '1900' lines totaling '3808390' bytes, reduce log volume or contact your Loki "
+    "administrator to see if the limit can be increased"
+)
+GRPC_TOO_LARGE = (
+    "rpc error: code = ResourceExhausted desc = grpc: received message larger than max "
+    "(5334158 vs. 4194304)"
+)
 STREAM_LIMITED = (
     "entry with timestamp 2026-11-29 00:54:03 +0000 UTC ignored, reason: 'Per stream rate limit "
     "exceeded (limit: 3MB/sec) while attempting to ingest for stream"
@@ -198,7 +207,14 @@ STREAM_LIMITED = (
         ),
         pytest.param(
             httpx.Response(400, text="entry for stream '{a=\"b\"}' has timestamp too old\n"),
-            PushResult("reject", 400, None, "entry for stream '{a=\"b\"}' has timestamp too old"),
+            PushResult(
+                "reject",
+                400,
+                None,
+                "entry for stream '{a=\"b\"}' has timestamp too old",
+                refused=1,
+                refusal_kinds=("has timestamp too old",),
+            ),
             id="400",
         ),
         pytest.param(
@@ -210,6 +226,7 @@ STREAM_LIMITED = (
                 "HTTP 413: the push body is over a size limit of Loki or of a proxy in front "
                 "of it; entries kept for retry: request body too large",
                 nothing_stored=True,
+                too_large=True,
             ),
             id="413",
         ),
@@ -225,9 +242,36 @@ STREAM_LIMITED = (
             id="422",
         ),
         pytest.param(
-            httpx.Response(429, text=f"{TENANT_LIMITED}\n"),
-            PushResult("retry", 429, None, f"HTTP 429: {TENANT_LIMITED}", nothing_stored=True),
+            httpx.Response(429, text=f"{TENANT_LIMITED_SMALL}\n"),
+            PushResult(
+                "retry",
+                429,
+                None,
+                f"HTTP 429: {TENANT_LIMITED_SMALL}",
+                nothing_stored=True,
+                refill_s=3_808_390 / 4_194_304,  # its bytes over the rate: the wait
+            ),
             id="429-tenant-limit-stores-nothing",
+        ),
+        pytest.param(
+            # 7 MB at once never passes a 4 MB/s limit with Loki's 6 MB burst: halved.
+            httpx.Response(429, text=f"{TENANT_LIMITED}\n"),
+            PushResult(
+                "retry",
+                429,
+                None,
+                f"HTTP 429: {TENANT_LIMITED}",
+                nothing_stored=True,
+                too_large=True,
+                refill_s=7_042_000 / 4_194_304,
+            ),
+            id="429-tenant-limit-push-larger-than-the-rate",
+        ),
+        pytest.param(
+            # Captured from the real Loki 3.7.6 of ../shared (a 5.3 MB protobuf push).
+            httpx.Response(500, text=f"{GRPC_TOO_LARGE}\n"),
+            PushResult("retry", 500, None, f"HTTP 500: {GRPC_TOO_LARGE}", too_large=True),
+            id="500-over-grpc-message-limit",
         ),
         pytest.param(
             httpx.Response(429, text=f"{STREAM_LIMITED}\n"),
@@ -297,33 +341,85 @@ def test_refusals_of_the_request_are_retried(status: int, body: str, reason: str
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "refused", "kinds"),
     [
-        "Max entry size '300' bytes exceeded for stream '{service_name=\"svc\"}' while adding "
-        "an entry with length '412' bytes",
-        "entry for stream '{service_name=\"svc\"}' has timestamp too old: 2023-11-01T00:00:00Z, "
-        "oldest acceptable timestamp is: 2023-11-07T22:13:20Z",
-        "entry for stream '{service_name=\"svc\"}' has timestamp too new: 2023-11-15T00:00:00Z",
-        "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry too far "
-        "behind, entry timestamp is: 2023-11-14T20:00:00Z, oldest acceptable timestamp is: "
-        "2023-11-14T21:13:20Z',\nuser 'fake', total ignored: 1 out of 3 for stream: "
-        '{service_name="svc"}',
-        "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry out of "
-        'order\' for stream: {service_name="svc"}',
-        'entry for stream \'{a="1", service_name="svc"}\' has 16 label names; limit 15',
-        "stream '{service_name=\"svc\"}' has label value too long: 'xxx'",
-        "stream '{service_name=\"svc\"}' has structured metadata too large: '70000' bytes, "
-        "limit: '65536' bytes. Please see `limits_config.max_structured_metadata_size`",
-        "2 errors like: Max entry size '300' bytes exceeded for stream '{a=\"b\"}' while "
-        "adding an entry with length '412' bytes; 1 errors like: entry for stream "
-        "'{a=\"b\"}' has timestamp too new: 2023-11-15T00:00:00Z",
-        "couldn't parse labels: 1:12: parse error: unexpected end of label set",
+        pytest.param(
+            "Max entry size '300' bytes exceeded for stream '{service_name=\"svc\"}' while "
+            "adding an entry with length '412' bytes",
+            1,
+            ("bytes exceeded for stream",),
+            id="line-too-long-alone",
+        ),
+        pytest.param(
+            "entry for stream '{service_name=\"svc\"}' has timestamp too old: "
+            "2023-11-01T00:00:00Z, oldest acceptable timestamp is: 2023-11-07T22:13:20Z",
+            1,
+            ("has timestamp too old",),
+            id="too-old-alone",
+        ),
+        pytest.param(
+            "entry for stream '{service_name=\"svc\"}' has timestamp too new: 2023-11-15T00:00:00Z",
+            1,
+            ("has timestamp too new",),
+            id="too-new-alone",
+        ),
+        pytest.param(
+            "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry too far "
+            "behind, entry timestamp is: 2023-11-14T20:00:00Z, oldest acceptable timestamp is: "
+            "2023-11-14T21:13:20Z',\nuser 'fake', total ignored: 1 out of 3 for stream: "
+            '{service_name="svc"}',
+            1,
+            ("entry too far behind",),
+            id="too-far-behind-counted",
+        ),
+        pytest.param(
+            "entry with timestamp 2023-11-14 20:00:00 +0000 UTC ignored, reason: 'entry out of "
+            'order\' for stream: {service_name="svc"}',
+            None,
+            ("entry out of order",),
+            id="out-of-order-not-counted",
+        ),
+        pytest.param(
+            'entry for stream \'{a="1", service_name="svc"}\' has 16 label names; limit 15',
+            1,
+            ("label names; limit",),
+            id="label-names",
+        ),
+        pytest.param(
+            "stream '{service_name=\"svc\"}' has label value too long: 'xxx'",
+            1,
+            ("has label value too long",),
+            id="label-value",
+        ),
+        pytest.param(
+            "stream '{service_name=\"svc\"}' has structured metadata too large: '70000' bytes, "
+            "limit: '65536' bytes. Please see `limits_config.max_structured_metadata_size`",
+            1,
+            ("has structured metadata too large",),
+            id="metadata",
+        ),
+        pytest.param(
+            "2 errors like: Max entry size '300' bytes exceeded for stream '{a=\"b\"}' while "
+            "adding an entry with length '412' bytes; 1 errors like: entry for stream "
+            "'{a=\"b\"}' has timestamp too new: 2023-11-15T00:00:00Z",
+            3,
+            ("bytes exceeded for stream", "has timestamp too new"),
+            id="two-groups",
+        ),
+        pytest.param(
+            "couldn't parse labels: 1:12: parse error: unexpected end of label set",
+            1,
+            ("couldn't parse labels",),
+            id="labels-unparsable",
+        ),
     ],
 )
-def test_lokis_entry_refusals_are_rejected(body: str) -> None:
+def test_lokis_entry_refusals_are_rejected(
+    body: str, refused: int | None, kinds: tuple[str, ...]
+) -> None:
     result = classify_response(400, body + "\n", None, now_unix_s=NOW)
 
-    assert result == PushResult("reject", 400, None, body)
+    assert result == PushResult("reject", 400, None, body, refused=refused, refusal_kinds=kinds)
     assert is_entry_refusal(body)
 
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from agent_logging import _spool_sync
+from agent_logging import _spool_cap, _spool_sync
 from agent_logging._framing import HEADER_BYTES, encode_frame
 from agent_logging._spool import Batch, Spool, SpooledRecord, SpoolPosition, read_all
+from agent_logging._spool_quarantine import read_quarantine
 from agent_logging.errors import ConfigurationError, SpoolError
 
 FRAME = 35  # a 26-byte header and a 9-byte payload
@@ -135,12 +136,12 @@ def test_rotation_batches_per_segment_and_deletion_after_ack(spool: Spool, direc
     assert [r.payload for r in batch.records] == [rec(0), rec(1)]  # one segment per batch
     spool.ack(batch)
     assert segment_names(directory)[0] == "seg-0000000000000002.spool"
-    assert (directory / "acked").read_text() == "1 2 0\n"
+    assert (directory / "acked").read_text() == "2 2 0 0\n"
 
     assert drain(spool) == [rec(2), rec(3), rec(4)]
     # The active segment stays; the acked position is persisted inside it.
     assert segment_names(directory) == ["seg-0000000000000003.spool"]
-    assert (directory / "acked").read_text() == "1 3 35\n"
+    assert (directory / "acked").read_text() == "2 3 35 1\n"
 
 
 def test_restart_replays_exactly_the_unacked_records_in_order(directory: Path) -> None:
@@ -259,13 +260,16 @@ def test_a_deleted_active_segment_still_ships_from_its_mapping(
     assert (stats.bad_segments, stats.dropped, stats.records, stats.write_errors) == (0, 0, 0, 0)
 
 
-def test_a_lost_sealed_segment_is_reported_then_set_aside(directory: Path) -> None:
+def test_a_lost_sealed_segment_is_counted_and_reported(directory: Path) -> None:
     with Spool.open(directory, **SMALL) as spool:  # type: ignore[arg-type]
         fill(spool, range(3))  # two in the first segment, sealed; one in the active one
         (directory / "seg-0000000000000001.spool").unlink()  # by someone else
         assert drain(spool) == [rec(2)]
         stats = spool.stats()
-        assert (stats.bad_segments, stats.dropped, stats.records) == (1, 2, 0)
+        assert (stats.bad_segments, stats.lost, stats.dropped, stats.records) == (1, 2, 0, 0)
+    (report,) = read_quarantine(directory).reports
+    assert (report["segment"], report["records_lost"]) == ("seg-0000000000000001.spool", 2)
+    assert report["why"].startswith("the segment cannot be read: ")
 
 
 def test_unreadable_segment_is_set_aside(directory: Path) -> None:
@@ -275,7 +279,7 @@ def test_unreadable_segment_is_set_aside(directory: Path) -> None:
 
     with Spool.open(directory) as spool:
         assert spool.stats().bad_segments == 1
-        assert (directory / "seg-0000000000000005.spool.bad").is_dir()
+        assert (directory / "quarantine" / "seg-0000000000000005.spool").is_dir()
         assert segment_names(directory)[-1] == "seg-0000000000000006.spool"
         assert drain(spool) == [rec(0)]
 
@@ -385,6 +389,11 @@ def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
         assert spool.stats().write_errors == 1
         assert segment_names(directory) == ["seg-0000000000000001.spool"]  # none half-made
         monkeypatch.setattr(os, "posix_fallocate", real)
+        # Not tried again at once: a flat-out logger would create and delete a file a call.
+        assert spool.append(1003, rec(3)) is False
+        assert spool.stats().write_errors == 2
+        monkeypatch.setattr(_spool_cap, "_RETRY_S", 0.0)
+        spool._retry_at = 0.0  # the pause is over
         assert spool.append(1003, rec(3)) is True  # on a fresh segment
         assert drain(spool) == [rec(0), rec(1), rec(3)]
         assert spool.stats().appended == 3
@@ -462,14 +471,14 @@ def test_a_sealed_unmapped_writer_refuses_to_write(directory: Path) -> None:
         writer.write_unmapped(0, b"x")
 
 
-def test_a_full_disk_names_the_allocation_that_failed(
+def test_a_failed_allocation_names_what_was_asked(
     directory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def no_space(fd: int, offset: int, length: int) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
+        raise OSError(errno.EIO, "Input/output error")  # not a full disk: no smaller try
 
     monkeypatch.setattr(os, "posix_fallocate", no_space)
-    with pytest.raises(SpoolError, match=r"cannot allocate [0-9,]+ bytes on disk for .*: No space"):
+    with pytest.raises(SpoolError, match=r"cannot allocate [0-9,]+ bytes on disk for .*: Input"):
         Spool.open(directory)
 
 

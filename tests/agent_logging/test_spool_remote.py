@@ -145,7 +145,7 @@ def test_a_sealed_segment_that_cannot_be_read_is_set_aside_and_its_records_lost(
     assert planned is not None
     read_failed(spool, SpoolPosition(1, 0), True, "Input/output error")
     stats = spool.stats()
-    assert (stats.dropped, stats.bad_segments) == (2, 1)
+    assert (stats.lost, stats.dropped, stats.bad_segments) == (2, 0, 1)
     assert ship_remotely(spool) == [rec(2)]
 
 
