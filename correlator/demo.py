@@ -170,6 +170,20 @@ def foreign_origin(db_path: Path) -> str | None:
     return None
 
 
+def _activate_line() -> str:
+    """The line that puts ``correlator`` on the reader's PATH, when this runs in a virtualenv.
+
+    ``scripts/demo.sh`` activates the project's ``.venv`` in its own process only: the shell
+    that started it has no ``correlator`` command until it activates it too.
+    """
+    if sys.prefix == sys.base_prefix:
+        return ""
+    venv = Path(sys.prefix)
+    if venv.is_relative_to(Path.cwd()):
+        venv = venv.relative_to(Path.cwd())
+    return f"  source {venv}/bin/activate\n"
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``correlator demo`` command.
 
@@ -209,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         render.print_latency(queries.latency(store)["phases"])
     print(
         f"\nthe demo's evidence files are in {evidence_folder(db_path)}/; next, try:\n"
+        f"{_activate_line()}"
         f"  correlator --db {db_path} timeline --id {FAILING_ALLOCATION}\n"
         f"  correlator --db {db_path} findings\n"
         f"  correlator --db {db_path} serve",
