@@ -3,20 +3,24 @@
 ``correlator serve`` (uvicorn, on 127.0.0.1 only) is started over each store in turn, as an
 operator starts it, and sent a burst of ``--requests`` concurrent ``GET /v1/timeline`` (httpx,
 one connection per request, as many clients would), while ``/healthz`` is asked every 50 ms
-on a connection of its own. Two services take turns on each store, in the same run:
+on a connection of its own. Three services take turns on each store, in the same run:
 
 - **before**: the code of ``--before`` (default :data:`BEFORE_REV`, the last commit whose
   service answered reads on Starlette's shared pool of 40 threads), extracted with
   ``git archive`` into a temporary directory and run from there;
-- **after**: the code of this checkout.
+- **after**: the code of this checkout, as it is served;
+- **uncached**: the same with ``CORRELATOR_READ_CACHE_MB=0``: no answer kept until the next
+  write, no read of the store kept for the next timeline (identical reads in flight still
+  share one answer). What each request costs when nothing is kept.
 
 Workloads, per store:
 
 - ``same``: every request asks the same timeline (what the issue measured);
 - ``distinct``: every request is a query of its own, so that no two share an answer. On the
   small store the same seed with 200 different ``limit`` values above its timeline's size
-  (the same work 200 times); on the 10^6 store, seeds drawn from the fleet (allocation,
-  correlation, workflow and busy-node ids in turn).
+  (the same work 200 times, where nothing is kept; with the store's reads kept, the reads
+  of the first serve the others); on the 10^6 store, seeds drawn from the fleet
+  (allocation, correlation, workflow and busy-node ids in turn).
 
 Stores: ``small``, the demo incident (the failing allocation's timeline is 14 events), and
 ``1e6``, a generated fleet (``benchmarks.fleet``) ingested with two parse workers. ``--keep
@@ -26,14 +30,16 @@ DIR`` keeps the fleet and its store in ``DIR/n1000000`` (the layout of ``benchma
 Figures per (store, workload, service): latency p50/p95/max of the burst's requests (sent to
 answered, body read), requests/s (the burst's size over its wall time), ``/healthz`` latency
 p50/p95/max during the burst, and the service's CPU time per request (``/proc/PID/stat``: the
-most stable figure on a shared host). Then the ratios before/after. Every request has a
-timeout (``--timeout-s``) and the burst a deadline; a request that fails is counted, not
-retried. ``--rounds N`` runs the pair N times, in turns (before first, then after first), and
-pools the figures. The load generator shares the machine's cores with the service.
+most stable figure on a shared host). Then the ratios of each service against before. Every
+request has a timeout (``--timeout-s``) and the burst a deadline; a request that fails is
+counted, not retried. ``--rounds N`` runs the services N times, in turns (each first in
+turn), and pools the figures. The load generator shares the machine's cores with the
+service. Every service is started afresh for each burst: nothing is kept from one burst to
+the next.
 
 Run: ``python -m benchmarks.api [--sizes small,1e6] [--requests 200] [--rounds 1]
 [--before REV] [--read-threads N] [--keep DIR] [--json] [--record]``; ``--record`` rewrites
-the section of ``benchmarks/RESULTS.md`` titled :data:`SECTION`. A default run takes about 5
+the section of ``benchmarks/RESULTS.md`` titled :data:`SECTION`. A default run takes about 7
 minutes on 2 cores once the 10^6 store exists (generating and ingesting it, about 2 more).
 """
 
@@ -62,7 +68,7 @@ import httpx
 
 from benchmarks._common import REPO_ROOT, machine_note
 
-__all__ = ["BEFORE_REV", "SECTION", "main"]
+__all__ = ["BEFORE_REV", "SECTION", "SERVICES", "main"]
 
 #: The last commit whose service answered every read, and every check of a request, on
 #: Starlette's shared pool of 40 threads (issue 21).
@@ -73,8 +79,15 @@ HOST: Final = "127.0.0.1"
 HEALTH_EVERY_S: Final = 0.05
 START_TIMEOUT_S: Final = 120.0
 SMALL_SEED: Final = ("allocation_id", "a-7f3c")  # correlator._demo_story.FAILING_ALLOCATION
+#: The small store's timeline asked before each burst: another incident's (STUCK_ALLOCATION,
+#: on another node), so that what a service keeps of it does not answer the burst.
+SMALL_WARM_UP: Final = "/v1/timeline?allocation_id=a-51d2"
 DEMO_NOW_NS: Final = 1_795_000_000_000_000_000
 FLEET_EVENTS: Final = 1_000_000
+#: The services measured, in the order of the first round (module docstring).
+SERVICES: Final = ("before", "after", "uncached")
+#: The settings of ``uncached`` besides those of ``after``.
+UNCACHED: Final = {"CORRELATOR_READ_CACHE_MB": "0"}
 
 
 def _say(text: str) -> None:
@@ -191,8 +204,9 @@ def serving(
 # -- the burst -------------------------------------------------------------------------------
 
 
-async def _burst(url: str, paths: Sequence[str], timeout_s: float) -> dict[str, Any]:
-    """Send every path at once (one connection each) while /healthz is asked every 50 ms."""
+async def _burst(url: str, paths: Sequence[str], warm_up: str, timeout_s: float) -> dict[str, Any]:
+    """Ask ``warm_up``, then send every path at once (one connection each) while /healthz is
+    asked every 50 ms."""
     latencies: list[float] = []
     health: list[float] = []
     failures: list[str] = []
@@ -206,7 +220,8 @@ async def _burst(url: str, paths: Sequence[str], timeout_s: float) -> dict[str, 
             base_url=url, timeout=timeout, limits=httpx.Limits(keepalive_expiry=1)
         ) as probe,
     ):
-        await client.get(paths[0])  # the first query of a process reads the link cardinalities
+        # The first timeline of a process reads the link cardinalities: not in the burst.
+        await client.get(warm_up)
 
         async def one(path: str) -> None:
             started = time.perf_counter()
@@ -246,10 +261,12 @@ async def _burst(url: str, paths: Sequence[str], timeout_s: float) -> dict[str, 
     return {"latencies": latencies, "health": health, "failures": failures, "wall_s": wall_s}
 
 
-def measure(service: Service, paths: Sequence[str], timeout_s: float) -> dict[str, Any]:
+def measure(
+    service: Service, paths: Sequence[str], warm_up: str, timeout_s: float
+) -> dict[str, Any]:
     """One burst against ``service``, with the service's CPU time it cost."""
     cpu_before = service.cpu_s()
-    figures = asyncio.run(_burst(service.url, paths, timeout_s))
+    figures = asyncio.run(_burst(service.url, paths, warm_up, timeout_s))
     figures["cpu_s"] = service.cpu_s() - cpu_before
     figures["requests"] = len(paths)
     return figures
@@ -338,6 +355,15 @@ def workloads(store: str, requests: int, seeds: Sequence[tuple[str, str]]) -> di
     return {"same": [f"/v1/timeline?{key}={value}"] * requests, "distinct": distinct}
 
 
+def warm_up(store: str, seeds: Sequence[tuple[str, str]]) -> str:
+    """The timeline asked before each burst: one no burst asks (the fleet's seeds are drawn
+    in order, the last of its up to 1,000 after the burst's 200)."""
+    if store == "small":
+        return SMALL_WARM_UP
+    key, value = seeds[-1]
+    return f"/v1/timeline?{key}={value}"
+
+
 # -- the report ------------------------------------------------------------------------------
 
 
@@ -362,25 +388,24 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "| store | workload | p50 before/after | p95 before/after | requests/s after/before "
-        "| /healthz p95 before/after | CPU/request before/after |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| store | workload | service | p50 before/it | p95 before/it | requests/s it/before "
+        "| /healthz p95 before/it | CPU/request before/it |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     by_key = {(r["store"], r["workload"], r["service"]): r["summary"] for r in rows}
     for store, workload in dict.fromkeys((r["store"], r["workload"]) for r in rows):
-        before, after = (
-            by_key.get((store, workload, "before")),
-            by_key.get((store, workload, "after")),
-        )
-        if before is None or after is None:
-            continue
-        lines.append(
-            f"| {store} | {workload} | {_ratio(before['p50_s'], after['p50_s'])} "
-            f"| {_ratio(before['p95_s'], after['p95_s'])} "
-            f"| {_ratio(after['per_s'], before['per_s'])} "
-            f"| {_ratio(before['health_p95_s'], after['health_p95_s'])} "
-            f"| {_ratio(before['cpu_ms_per_request'], after['cpu_ms_per_request'])} |"
-        )
+        before = by_key.get((store, workload, "before"))
+        for service in SERVICES[1:]:
+            it = by_key.get((store, workload, service))
+            if before is None or it is None:
+                continue
+            lines.append(
+                f"| {store} | {workload} | {service} | {_ratio(before['p50_s'], it['p50_s'])} "
+                f"| {_ratio(before['p95_s'], it['p95_s'])} "
+                f"| {_ratio(it['per_s'], before['per_s'])} "
+                f"| {_ratio(before['health_p95_s'], it['health_p95_s'])} "
+                f"| {_ratio(before['cpu_ms_per_request'], it['cpu_ms_per_request'])} |"
+            )
     return "\n".join(lines)
 
 
@@ -407,7 +432,7 @@ def record(section: str) -> None:
 
 
 def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
-    """Every store, workload and round: the two services in turns."""
+    """Every store, workload and round: the services in turns."""
     before_code = checkout(args.before, workdir / "before")
     after = {} if args.read_threads is None else {"CORRELATOR_READ_THREADS": str(args.read_threads)}
     rows: list[dict[str, Any]] = []
@@ -419,14 +444,19 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
             keep = args.keep is not None
             db, seeds = fleet_store((args.keep or workdir) / f"n{FLEET_EVENTS}", keep)
         paths = workloads(size, args.requests, seeds)
+        first = warm_up(size, seeds)
         for workload, burst_paths in paths.items():
-            bursts: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+            bursts: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVICES}
             for round_no in range(args.rounds):
-                order = ("before", "after") if round_no % 2 == 0 else ("after", "before")
-                for name in order:
-                    code, settings = (before_code, {}) if name == "before" else (None, after)
+                shift = round_no % len(SERVICES)  # each service first in turn
+                for name in SERVICES[shift:] + SERVICES[:shift]:
+                    code, settings = {
+                        "before": (before_code, {}),
+                        "after": (None, after),
+                        "uncached": (None, after | UNCACHED),
+                    }[name]
                     with serving(code, db, workdir / f"{name}.log", settings) as service:
-                        figures = measure(service, burst_paths, args.timeout_s)
+                        figures = measure(service, burst_paths, first, args.timeout_s)
                     bursts[name].append(figures)
                     s = summary([figures])
                     _say(
@@ -436,7 +466,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
                         f"{s['cpu_ms_per_request']:.1f} CPU ms/request, {s['failed']} failed "
                         f"{s['failures'] or ''}; load average {_load()}"
                     )
-            for name in ("before", "after"):
+            for name in SERVICES:
                 rows.append(
                     {
                         "store": size,
@@ -500,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "",
                     f"`{command}` — {time.strftime('%Y-%m-%d')}, {note}; load average at the "
                     f"end {_load()}; {total_s:.0f} s in all. before: `{args.before}`; after: "
-                    "this checkout.",
+                    "this checkout; uncached: this checkout with `CORRELATOR_READ_CACHE_MB=0`.",
                     "",
                     report,
                     "",

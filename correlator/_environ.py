@@ -30,8 +30,12 @@ operator's browser uses for it. ``*`` turns the check off. Any other ``Host`` is
 web page cannot read the service through DNS rebinding."""
 
 READ_THREADS: Final = "CORRELATOR_READ_THREADS"
-"""Threads ``correlator serve`` answers reads with (default 8); further reads wait their turn
+"""Threads ``correlator serve`` answers reads with (default 2); further reads wait their turn
 without a thread. Writes have a thread of their own; ``/healthz`` needs none."""
+
+READ_CACHE_MB: Final = "CORRELATOR_READ_CACHE_MB"
+"""MiB ``correlator serve`` may keep answers in until the next write (default 64), and as many
+for the store's reads they are built from; 0 keeps none (every read asks the store)."""
 
 MAX_CONNECTIONS: Final = "CORRELATOR_MAX_CONNECTIONS"
 """Connections ``correlator serve`` holds at once (default 512); one more is closed as it

@@ -72,12 +72,16 @@ def fetch_events(
     params: Sequence[Any],
     *,
     order: Sequence[int] | None = None,
+    few: bool = False,
 ) -> list[Event]:
     """The rows of ``sql`` (all the columns, EVENT_COLUMNS order) as Events.
 
     Through Arrow, a column at a time: DuckDB hands over its vectors, each column becomes
     one Python list, and ``map(Event, ...)`` zips them. Half the Python time of converting
-    row tuples one value at a time (``fetchall``) for a busy node's 10,000 rows.
+    row tuples one value at a time (``fetchall``) for a busy node's 10,000 rows. For a few
+    rows (``few``: at most :data:`FETCH_ROWS` expected) it is the other way round: what
+    Arrow costs to set up for 27 columns is more than converting them, and row tuples cost
+    a third less (2.0 against 3.0 ms of CPU for 11 rows, 4.3 against 5.2 for 68).
 
     With ``order`` (row ids, in the order wanted), the first column of ``sql`` is the row id,
     before the EVENT_COLUMNS, and the events come back in that order, one per row id: rows
@@ -87,17 +91,43 @@ def fetch_events(
     Raises:
         LookupError: ``order`` names a row the query did not return.
     """
+    if few:
+        return _fetch_few(cursor, sql, params, order)
     table = cursor.sql(sql, params=params).to_arrow_table()
     rows = table.num_rows
     # Columns no row sets (a node's trace ids) are not converted value by value.
     columns = [[None] * rows if c.null_count == rows else c.to_pylist() for c in table.columns]
-    row_ids = columns.pop(0) if order is not None else []
+    row_ids: list[Any] = columns.pop(0) if order is not None else []
     loads = orjson.loads
     columns[_ATTRS_AT] = [loads(attrs) if attrs else {} for attrs in columns[_ATTRS_AT]]
     events = list(map(Event, *columns))
     if order is None:
         return events
-    by_row = dict(zip(row_ids, events, strict=True))
+    return _in_order(dict(zip(row_ids, events, strict=True)), order)
+
+
+def _fetch_few(
+    cursor: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: Sequence[Any],
+    order: Sequence[int] | None,
+) -> list[Event]:
+    """:func:`fetch_events` of a few rows, as row tuples."""
+    loads = orjson.loads
+    rows = cursor.execute(sql, params).fetchall()
+    if order is None:
+        return [_event(row, loads) for row in rows]
+    return _in_order({row[0]: _event(row[1:], loads) for row in rows}, order)
+
+
+def _event(row: Sequence[Any], loads: Any) -> Event:
+    values = list(row)
+    attrs = values[_ATTRS_AT]
+    values[_ATTRS_AT] = loads(attrs) if attrs else {}
+    return Event(*values)
+
+
+def _in_order(by_row: dict[int, Event], order: Sequence[int]) -> list[Event]:
     try:
         return [by_row[row_id] for row_id in order]
     except KeyError as exc:

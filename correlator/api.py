@@ -15,7 +15,9 @@ own (``Store``). Reads are answered by a bounded set of threads (``read_threads`
 to JSON there, so that the event loop only moves bytes: a burst of reads waits its turn on the
 loop, without a thread each, and ``/healthz`` (answered on the loop), the writes (a thread of
 their own) and the checks of every request (token, query, ``Host``: coroutines) never wait
-behind it. Identical reads in flight share one answer (:class:`_Flights`). A request's body is
+behind it. Identical reads in flight share one answer, and an answer is kept and given again
+until the next write (:class:`_Answers`); the store keeps the reads answers are built from
+likewise (``Store.cache``), so that timelines of one incident share them. A request's body is
 streamed into the ingest in the chunks it arrives in, under a size cap and a deadline: never
 held whole, nor as a list of its lines.
 """
@@ -47,6 +49,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import agent_logging
 from agent_logging.integrations.asgi import AgentLoggingMiddleware
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
+from agent_logging.schema import rfc3339_ns
 from correlator import _environ, incident, queries
 from correlator._openapi import (
     EVIDENCE_BODY,
@@ -59,6 +62,7 @@ from correlator._openapi import (
     invalid,
 )
 from correlator._parameters import TIME, check_query, seed, zone
+from correlator._read_cache import DEFAULT_MAX_BYTES, ReadCache
 from correlator.errors import (
     AuthError,
     CorrelatorError,
@@ -73,6 +77,7 @@ from correlator.store import IngestResult, Store
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_CACHE_BYTES",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_READ_THREADS",
     "HOST_REFUSAL",
@@ -106,13 +111,20 @@ REFUSALS: Final = {
 HOST_REFUSAL: Final = "HostNotAllowed"
 DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 #: Reads answered at once. A read is Python holding the GIL between DuckDB queries that let
-#: go of it, and a thread back from DuckDB waits for the GIL: it takes several reads in
-#: flight to keep two cores busy (four kept fewer busy than eight). More gave no more
-#: throughput, only threads queueing for the GIL (which /healthz, on the event loop, needs
-#: too: 16 doubled its p95, 32-40 made it 0.3-1.3 s) and memory: a busy node's answer is 100-200
-#: MB while it is built (benchmarks/RESULTS.md, issue 21; Starlette's shared pool ran 40).
-DEFAULT_READ_THREADS: Final = 8
+#: go of it (DuckDB runs each query on both cores), and every thread more is one more waiting
+#: for the GIL beside the event loop, which /healthz needs. Since the store keeps its reads
+#: until the next write, most of a burst's work is Python: with 200 distinct timelines of the
+#: 10^6 store, 2 threads answered 39 requests/s with /healthz p95 39 ms (max 108), 4 35/s
+#: and 73 ms (287), 8 33/s and 169 ms (344), in the same minutes (3 rounds each, load average
+#: 5-6 on 2 cores); on the small store 2 and 8 answered alike (141 and 144/s). Before the
+#: store kept its reads, 8 had kept both cores busier than 4; 16 doubled /healthz's p95, and
+#: 32-40 made it 0.3-1.3 s. A busy node's answer is 100-200 MB while it is built
+#: (benchmarks/RESULTS.md, issue 21; Starlette's shared pool ran 40).
+DEFAULT_READ_THREADS: Final = 2
 DEFAULT_BODY_TIMEOUT_S: Final = 60.0
+#: What the answers kept until the next write may take (rendered JSON), and likewise the
+#: store's reads they were built from (``Store.cache``): each, an estimate.
+DEFAULT_CACHE_BYTES: Final = DEFAULT_MAX_BYTES
 #: Names a client on the machine itself reaches the service by; answered on a loopback
 #: connection only.
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
@@ -153,6 +165,21 @@ def _body(rendered: bytes) -> Response:
 
 def _json(data: Any) -> Response:
     return _body(_render(data))
+
+
+def _unstamped(answer: dict[str, Any]) -> dict[str, Any]:
+    """A timeline without its ``generated_at`` (its last key), to be kept: :func:`_stamped`
+    gives it the time of each request it answers."""
+    answer.pop("generated_at", None)
+    return answer
+
+
+def _stamped(rendered: bytes) -> bytes:
+    """A rendered :func:`_unstamped` answer (a JSON object, not empty) with ``generated_at``
+    the time it is given, as its last key: an answer kept since an earlier request shows the
+    evidence as it is now (no write came since), so it says now."""
+    stamp = orjson.dumps(rfc3339_ns(time.time_ns()))
+    return b"".join((rendered[:-1], b',"generated_at":', stamp, b"}"))
 
 
 # -- Host ----------------------------------------------------------------------------------
@@ -279,46 +306,68 @@ class Failures:
 # -- reads ---------------------------------------------------------------------------------
 
 
-class _Flights:
-    """Identical reads in flight share one answer (Go's ``singleflight``).
+class _Answers:
+    """Identical reads in flight share one answer (Go's ``singleflight``), and an answer is
+    kept and given again until the next write.
 
     When 30 people open the timeline an incident channel links to, or a page is reloaded
     while its first load is still being answered, the first request computes the answer and
     those that arrive while it does wait for the same bytes: one computation instead of 30,
-    and nothing older than what a request queued behind the first would get. A key carries
-    the store's write generation (:meth:`wrote`): a request that comes after a write has
-    committed never joins a computation that began before it.
+    and nothing older than what a request queued behind the first would get. Those that come
+    later get the kept bytes (the least recently used dropped past ``max_bytes``), until the
+    store's write generation (``generation()``, ``Store.generation``) moves: a request that
+    comes after a write has committed never joins a computation that began before it, nor
+    gets an answer kept from before it. A failure is shared by the requests in flight, not
+    kept.
+
+    Args:
+        generation: the store's write generation now.
+        max_bytes: what the kept answers may take in all; 0 keeps none.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, generation: Callable[[], int], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self._generation = generation
+        self._kept = ReadCache(max_bytes)
         self._flying: dict[tuple[Any, ...], asyncio.Future[bytes]] = {}
-        self.generation = 0
-
-    def wrote(self) -> None:
-        """A write has committed: later reads compute afresh."""
-        self.generation += 1
 
     async def answer(
-        self, key: tuple[Any, ...], compute: Callable[[], Coroutine[Any, Any, bytes]]
+        self,
+        key: tuple[Any, ...],
+        compute: Callable[[], Coroutine[Any, Any, bytes]],
+        *,
+        keep: bool = True,
     ) -> bytes:
-        """The answer of ``compute()`` for ``key``: the one in flight, or a new one.
+        """The answer of ``compute()`` for ``key``: kept, in flight, or a new one.
+
+        Args:
+            key: what identifies the answer (the route and its parameters).
+            compute: computes it.
+            keep: keep it once computed (False for answers that depend on the time).
 
         Raises:
             Whatever ``compute`` raised, to every request that shared it.
         """
-        key = (self.generation, *key)
-        flight = self._flying.get(key)
+        generation = self._generation()
+        kept: bytes | None = self._kept.get(generation, key) if keep else None
+        if kept is not None:
+            return kept
+        flown = (generation, keep, *key)
+        flight = self._flying.get(flown)
         if flight is None:
             # A task of its own: a client that leaves does not cancel the others' answer.
             flight = asyncio.ensure_future(compute())
-            self._flying[key] = flight
-            flight.add_done_callback(partial(self._landed, key))
+            self._flying[flown] = flight
+            flight.add_done_callback(partial(self._landed, flown))
         return await asyncio.shield(flight)
 
-    def _landed(self, key: tuple[Any, ...], flight: asyncio.Future[bytes]) -> None:
-        self._flying.pop(key, None)
-        if not flight.cancelled():
-            flight.exception()  # retrieved here: every waiter may have gone
+    def _landed(self, flown: tuple[Any, ...], flight: asyncio.Future[bytes]) -> None:
+        self._flying.pop(flown, None)
+        if flight.cancelled() or flight.exception() is not None:
+            return  # the exception retrieved here: every waiter may have gone
+        generation, keep, *key = flown
+        if keep:
+            answer = flight.result()
+            self._kept.put(generation, tuple(key), answer, len(answer))
 
 
 # -- request bodies ------------------------------------------------------------------------
@@ -412,6 +461,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     read_threads: int = DEFAULT_READ_THREADS,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
     allowed_hosts: Sequence[str] = (),
     now_ns: Callable[[], int] = time.time_ns,
     nginx_zone: tzinfo | None = None,
@@ -426,6 +476,9 @@ def create_app(
         max_body_bytes: cap on ``POST /v1/evidence`` bodies.
         body_timeout_s: how long ``POST /v1/evidence`` waits for its body in all.
         read_threads: reads answered at once; the others wait their turn.
+        cache_bytes: what answers kept until the next write may take (:class:`_Answers`),
+            and likewise the store's reads they are built from (``Store.cache``, set here);
+            0 keeps none.
         allowed_hosts: host names answered besides the address each connection arrives on
             (and the loopback names on a loopback connection): ``HostCheck``; ``"*"``
             answers any.
@@ -465,19 +518,21 @@ def create_app(
     readers = anyio.CapacityLimiter(read_threads)
     # The store's one writer is serialised by its lock: a thread more would only wait there.
     writer = anyio.CapacityLimiter(1)
-    flights = _Flights()
+    answers = _Answers(lambda: store.generation, cache_bytes)
+    store.cache.max_bytes = cache_bytes
     # What /healthz says the store holds: counted at start and after each write, on the
     # writer's thread, so that answering it needs no thread and no query.
     held = {"events": store.count()}
 
-    async def read(key: tuple[Any, ...], answer: Callable[[], Any]) -> Response:
+    async def read(key: tuple[Any, ...], answer: Callable[[], Any], *, keep: bool = True) -> bytes:
         """``answer()`` on a read thread, rendered there (a big answer's JSON is built off
-        the event loop), shared with the identical reads (``key``) that arrive meanwhile."""
+        the event loop), shared with the identical reads (``key``) that arrive meanwhile and
+        (``keep``) kept for those after, until the next write."""
 
         async def compute() -> bytes:
             return await anyio.to_thread.run_sync(lambda: _render(answer()), limiter=readers)
 
-        return _body(await flights.answer(key, compute))
+        return await answers.answer(key, compute, keep=keep)
 
     @app.exception_handler(CorrelatorError)
     async def domain_error(request: Request, exc: CorrelatorError) -> JSONResponse:
@@ -570,10 +625,8 @@ def create_app(
             finally:
                 held["events"] = store.count()
 
-        try:
-            result = await anyio.to_thread.run_sync(ingest, limiter=writer)
-        finally:
-            flights.wrote()  # committed or rolled back: reads from now on compute afresh
+        # Committed, the store's generation has moved: reads from now on compute afresh.
+        result = await anyio.to_thread.run_sync(ingest, limiter=writer)
         _log.info("evidence ingested", source=source, **result.as_dict())
         return _json(result.as_dict())
 
@@ -595,19 +648,15 @@ def create_app(
         key, value = seed
         lo = queries.parse_time_ns(from_) if from_ else None
         hi = queries.parse_time_ns(to) if to else None
-        return await read(
+        kept = await read(
             ("timeline", key, value, lo, hi, limit),
-            partial(
-                incident.timeline_for,
-                store,
-                key,
-                value,
-                from_ns=lo,
-                to_ns=hi,
-                limit=limit,
-                rules=owner_rules,
+            lambda: _unstamped(
+                incident.timeline_for(
+                    store, key, value, from_ns=lo, to_ns=hi, limit=limit, rules=owner_rules
+                )
             ),
         )
+        return _body(_stamped(kept))
 
     @app.get(
         "/v1/graph",
@@ -618,7 +667,9 @@ def create_app(
     async def get_graph(seed: Annotated[tuple[str, str], Depends(seed)]) -> Response:
         """The identifier graph from one identifier: followed and refused links."""
         key, value = seed
-        return await read(("graph", key, value), partial(incident.graph_for, store, key, value))
+        return _body(
+            await read(("graph", key, value), partial(incident.graph_for, store, key, value))
+        )
 
     @app.get(
         "/v1/findings",
@@ -628,8 +679,11 @@ def create_app(
     )
     async def get_findings() -> Response:
         """Stuck lifecycles, drift and orphans."""
-        # Shared answers are as old as the computation's start: ages measured then.
-        return await read(("findings",), lambda: queries.findings(store, now_ns()))
+        # Ages are measured against the time: shared in flight (as old as the computation's
+        # start), never kept.
+        return _body(
+            await read(("findings",), lambda: queries.findings(store, now_ns()), keep=False)
+        )
 
     @app.get(
         "/v1/latency",
@@ -639,7 +693,7 @@ def create_app(
     )
     async def get_latency() -> Response:
         """Per-phase workflow durations by provider: count, p50, p95."""
-        return await read(("latency",), partial(queries.latency, store))
+        return _body(await read(("latency",), partial(queries.latency, store)))
 
     @app.get(
         "/healthz",

@@ -335,6 +335,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     from correlator._server import serve
     from correlator.api import (
         DEFAULT_BODY_TIMEOUT_S,
+        DEFAULT_CACHE_BYTES,
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_READ_THREADS,
         create_app,
@@ -350,6 +351,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     )
     header_timeout_s = _env_number(_environ.HEADER_TIMEOUT_S, float, 10.0, least=0.001)
     read_threads = _env_number(_environ.READ_THREADS, int, DEFAULT_READ_THREADS, least=1)
+    cache_mb = _env_number(_environ.READ_CACHE_MB, float, DEFAULT_CACHE_BYTES / 2**20, least=0.0)
     max_connections = _env_number(_environ.MAX_CONNECTIONS, int, 512, least=1)
     interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
     findings_config(os.environ)
@@ -368,6 +370,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
         max_body_bytes=max_body_bytes,
         body_timeout_s=body_timeout_s,
         read_threads=read_threads,
+        cache_bytes=int(cache_mb * 2**20),
         allowed_hosts=[name.strip() for name in allowed if name.strip()],
         nginx_zone=zone,
         owner_rules=rules,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +39,7 @@ import pyarrow as pa
 
 from correlator import _lifecycle, _links, _reads, _writes
 from correlator._parents import ParentQuery, parent_events_many
+from correlator._read_cache import EVENT_BYTES, ReadCache, first, same
 from correlator._reads import ID_COLUMNS
 from correlator._rows import INDEX_ROWS
 from correlator._schema import DDL, columns_from_events, events_table
@@ -62,6 +64,11 @@ LIFECYCLE_LIMIT: Final = 1_000_000
 
 class Store:
     """A DuckDB database file (or ``:memory:``) holding the evidence.
+
+    Reads of the evidence a timeline is built from (its seed, links, events and parents'
+    events) are kept in :attr:`cache` until the next write (``_read_cache``): each write that
+    commits adds one to :attr:`generation`. No other process can write the file meanwhile
+    (DuckDB locks it), so the generation counts every change a read could see.
 
     Args:
         path: the database file; created with its tables when missing.
@@ -92,7 +99,10 @@ class Store:
         self._write_lock = threading.RLock()
         self._bulk: duckdb.DuckDBPyConnection | None = None
         self._read_only = read_only
-        self._cardinality: tuple[int, dict[tuple[str, str], tuple[int, int]]] | None = None
+        # (events, generation, cardinalities): valid while the generation is the store's.
+        self._cardinality: tuple[int, int, dict[tuple[str, str], tuple[int, int]]] | None = None
+        self.generation = 0
+        self.cache = ReadCache()
         # An index lookup only for up to 2,048 rows (DuckDB's index_scan_max_count), not 0.1 %
         # of the table: fetching a busy node's 10,000 rows one by one through the index is
         # slower than scanning, and far slower than the one row group they fill once clustered.
@@ -146,13 +156,16 @@ class Store:
                 raise
             else:
                 cursor.execute("COMMIT")
+                self.generation += 1
             finally:
                 self._bulk = None
                 cursor.close()
 
     @contextmanager
-    def _writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The cursor to write with: the bulk transaction's, or a new one in a transaction."""
+    def _writer(self, *, evidence: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The cursor to write with: the bulk transaction's, or a new one in a transaction.
+        ``evidence``: the write changes what reads answer (not only what the store keeps
+        for itself, as the link cardinalities), so its commit moves :attr:`generation`."""
         with self._write_lock:
             if self._bulk is not None:
                 yield self._bulk
@@ -166,6 +179,7 @@ class Store:
                     cursor.execute("ROLLBACK")
                     raise
                 cursor.execute("COMMIT")
+                self.generation += evidence
             finally:
                 cursor.close()
 
@@ -249,11 +263,22 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        branches, params = _reads.matching_branches(ids, from_ns, to_ns, self._rows_hint())
+        wanted = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in ids.items()))
+        branches, params = _reads.matching_branches(dict(wanted), from_ns, to_ns, self._rows_hint())
         if not branches:
             return [], False
-        with self._reader() as cursor:
-            return _reads.events_matching(cursor, branches, params, limit)
+
+        def read() -> tuple[list[Event], bool, int]:
+            with self._reader() as cursor:
+                return (*_reads.events_matching(cursor, branches, params, limit), limit)
+
+        return self.cache.kept_or_read(
+            self.generation,
+            ("events", wanted, from_ns, to_ns),
+            read,
+            lambda kept: EVENT_BYTES * (len(kept[0]) + 1),
+            partial(first, limit=limit),
+        )
 
     def seed(self, key: str, value: str) -> Seed:
         """One identifier's bounds and link counts, read once for an expansion (``_seed``).
@@ -263,8 +288,18 @@ class Store:
         """
         if key not in IDENTIFIER_KEYS:
             raise QueryError(f"unknown identifier key {key!r}")
-        with self._reader() as cursor:
-            return read_seed(cursor, key, value)
+
+        def read() -> Seed:
+            with self._reader() as cursor:
+                return read_seed(cursor, key, value)
+
+        return self.cache.kept_or_read(
+            self.generation,
+            ("seed", key, value),
+            read,
+            lambda seed: _links_weight(seed.link_counts),
+            same,
+        )
 
     def parent_events_many(
         self, parents: Sequence[ParentQuery], *, from_ns: int, to_ns: int, limit: int
@@ -290,8 +325,37 @@ class Store:
                     raise QueryError(f"unknown identifier key {column!r}")
         if not parents:
             return []
-        with self._reader() as cursor:
-            return parent_events_many(cursor, parents, from_ns, to_ns, limit, self._rows_hint())
+        key = (
+            "parents",
+            tuple(
+                (p.key, p.value, p.child_key, tuple(p.child_values), _frozen(p.others))
+                for p in parents
+            ),
+            from_ns,
+            to_ns,
+        )
+
+        def read() -> list[tuple[list[Event], bool, int]]:
+            with self._reader() as cursor:
+                answers = parent_events_many(
+                    cursor, parents, from_ns, to_ns, limit, self._rows_hint()
+                )
+            return [(events, more, limit) for events, more in answers]
+
+        def answer(
+            kept: list[tuple[list[Event], bool, int]],
+        ) -> list[tuple[list[Event], bool]] | None:
+            answers = [first(one, limit) for one in kept]
+            found = [one for one in answers if one is not None]
+            return found if len(found) == len(answers) else None
+
+        return self.cache.kept_or_read(
+            self.generation,
+            key,
+            read,
+            lambda kept: EVENT_BYTES * (sum(len(events) for events, _, _ in kept) + 1),
+            answer,
+        )
 
     def nginx_events(
         self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
@@ -392,8 +456,14 @@ class Store:
         """
         if key not in ID_COLUMNS:
             raise QueryError(f"unknown identifier key {key!r}")
-        with self._reader() as cursor:
-            return _links.link_counts(cursor, key, value, from_ns, to_ns)
+
+        def read() -> dict[str, dict[str, int]]:
+            with self._reader() as cursor:
+                return _links.link_counts(cursor, key, value, from_ns, to_ns)
+
+        return self.cache.kept_or_read(
+            self.generation, ("link", key, value, from_ns, to_ns), read, _links_weight, same
+        )
 
     def link_counts_many(
         self,
@@ -411,8 +481,25 @@ class Store:
         Raises:
             QueryError: an unknown identifier key.
         """
-        with self._reader() as cursor:
-            return _links.link_counts_many(cursor, pairs, from_ns, to_ns, self._rows_hint())
+        generation = self.generation
+        wanted = list(dict.fromkeys(pairs))
+        found: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+        missing = []
+        for pair in wanted:
+            kept = self.cache.get(generation, ("links", *pair, from_ns, to_ns))
+            if kept is None:
+                missing.append(pair)
+            else:
+                found[pair] = kept
+        if missing:
+            with self._reader() as cursor:
+                read = _links.link_counts_many(cursor, missing, from_ns, to_ns, self._rows_hint())
+            for pair, counts in read.items():
+                self.cache.put(
+                    generation, ("links", *pair, from_ns, to_ns), counts, _links_weight(counts)
+                )
+            found.update(read)
+        return {pair: found[pair] for pair in wanted}
 
     def cardinalities(self) -> dict[tuple[str, str], tuple[int, int]]:
         """For each pair of identifier kinds (a, b): the most b values seen with one a value,
@@ -423,16 +510,21 @@ class Store:
         read-only reader) need not scan every event again; recomputed when the count differs
         (an insert) or the table was cleared (linking changed identifiers in place).
         """
+        generation = self.generation
+        known = self._cardinality
+        if known is not None and known[1] == generation:
+            return known[2]  # no write since: no count to check them against
         count = self.count()
-        if self._cardinality is not None and self._cardinality[0] == count:
-            return self._cardinality[1]
+        if known is not None and known[0] == count:
+            self._cardinality = (count, generation, known[2])
+            return known[2]
         result = self._stored_cardinalities(count)
         if result is None:
             result = self._compute_cardinalities()
             if not self._read_only:
-                with self._writer() as writer:
+                with self._writer(evidence=False) as writer:
                     _links.store_cardinalities(writer, result, count)
-        self._cardinality = (count, result)
+        self._cardinality = (count, generation, result)
         return result
 
     def _stored_cardinalities(self, count: int) -> dict[tuple[str, str], tuple[int, int]] | None:
@@ -447,3 +539,12 @@ class Store:
         """The earliest and latest event's time, or None when the store is empty."""
         with self._reader() as cursor:
             return _reads.time_bounds(cursor)
+
+
+def _links_weight(counts: Mapping[str, Mapping[str, int]]) -> int:
+    """The memory link counts are counted for in the cache: ~100 bytes a value."""
+    return 100 * (sum(len(values) for values in counts.values()) + 1)
+
+
+def _frozen(others: Sequence[tuple[str, Sequence[str]]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((key, tuple(values)) for key, values in others)

@@ -30,6 +30,7 @@ RUNS = [
     ("ingest_floor", ["--events", "3000"], "/ copy"),
     ("lifecycle", ["--events", "3000", "--repeat", "1"], "same as baseline"),
     ("correlator", ["--sizes", "2e3", "--queries", "4"], "timeline p50 ms"),
+    ("api", ["--sizes", "small", "--requests", "20"], "| small | distinct | uncached |"),
     ("ship", ["--quick", "--repeat", "1", "--skip-breakdown"], "lines/s"),
 ]
 

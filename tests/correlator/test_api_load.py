@@ -1,5 +1,6 @@
 """The HTTP API under load and abuse, in process (issue 21): reads answered side by side and
-bounded, identical reads sharing an answer, /healthz never waiting behind reads, the Host
+bounded, identical reads sharing an answer and answers kept until the next write, /healthz
+never waiting behind reads, the Host
 check, every error in the documented shape, and request bodies streamed under a size cap and
 a deadline with bounded memory."""
 
@@ -18,7 +19,7 @@ import pytest
 from anyio import to_thread
 
 from correlator._demo_story import FAILING_ALLOCATION
-from correlator.api import HostCheck, _Flights, create_app
+from correlator.api import HostCheck, _Answers, create_app
 from correlator.errors import NotFoundError
 from correlator.store import IngestResult, Store
 from tests.asgi_client import AsgiClient
@@ -147,13 +148,13 @@ def test_identical_reads_in_flight_share_one_answer(
     store: Store, blocked: BlockedReads, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = threading.Semaphore(0)
-    answer = _Flights.answer
+    answer = _Answers.answer
 
-    async def counted(self: _Flights, *args: Any) -> bytes:
+    async def counted(self: _Answers, *args: Any, **kwargs: Any) -> bytes:
         asked.release()
-        return await answer(self, *args)
+        return await answer(self, *args, **kwargs)
 
-    monkeypatch.setattr(_Flights, "answer", counted)
+    monkeypatch.setattr(_Answers, "answer", counted)
     app = create_app(store, token=None)
 
     async def scenario() -> list[httpx.Response]:
@@ -166,13 +167,42 @@ def test_identical_reads_in_flight_share_one_answer(
             return await asyncio.wait_for(asyncio.gather(*burst), WAIT_S)
 
     answers = asyncio.run(scenario())
-    assert {a.content for a in answers} == {b'{"seed":{"allocation_id":"a-7f3c"}}'}
+    assert [a.json()["seed"] for a in answers] == [{"allocation_id": FAILING_ALLOCATION}] * 20
     assert blocked.calls == 1
+
+
+def test_an_answer_is_kept_until_the_next_write_and_stamped_when_given(
+    store: Store, blocked: BlockedReads
+) -> None:
+    blocked.release.set()
+    with AsgiClient(create_app(store, token=TOKEN)) as client:
+        url = "/v1/timeline?allocation_id=a-9"
+        first = client.get(url).json()
+        again = client.get(url).json()
+        assert blocked.calls == 1  # the second was given the kept answer
+        # generated_at says when each was given, still the last key
+        assert list(first) == list(again) == ["seed", "generated_at"]
+        assert again["generated_at"] > first["generated_at"]
+        client.get(f"{url}&limit=5")  # another question: an answer of its own
+        assert blocked.calls == 2
+        posted = client.post("/v1/evidence?source=ndjson", content=RECORD, headers=_auth())
+        assert posted.json()["accepted"] == 1
+        client.get(url)  # after a write: computed afresh
+        assert blocked.calls == 3
+
+
+def test_findings_are_never_kept(store: Store) -> None:
+    clock = iter(range(1_000, 10_000))  # ages are measured against the time: a new one each
+    with AsgiClient(create_app(store, token=None, now_ns=lambda: next(clock))) as client:
+        client.get("/v1/findings")
+        client.get("/v1/findings")
+    assert next(clock) == 1_002
 
 
 def test_a_shared_answer_is_never_older_than_the_last_write() -> None:
     async def scenario() -> tuple[list[bytes], int]:
-        flights = _Flights()
+        generation = [0]
+        flights = _Answers(lambda: generation[0])
         started: list[int] = []
         gate = asyncio.Event()
 
@@ -183,20 +213,22 @@ def test_a_shared_answer_is_never_older_than_the_last_write() -> None:
 
         first = [asyncio.create_task(flights.answer(("k",), compute)) for _ in range(3)]
         await asyncio.sleep(0)  # each task runs up to its wait: one computation
-        flights.wrote()
+        generation[0] += 1  # a write committed
         later = asyncio.create_task(flights.answer(("k",), compute))
         await asyncio.sleep(0)  # after the write: a computation of its own
         gate.set()
-        return await asyncio.gather(*first, later), len(started)
+        answers = await asyncio.gather(*first, later)
+        # What the computation from before the write answered is not kept for after it.
+        return [*answers, await flights.answer(("k",), compute)], len(started)
 
     answers, computations = asyncio.run(scenario())
     assert computations == 2
-    assert answers == [b"answer 2"] * 4  # both see the gate after the second started
+    assert answers == [b"answer 2"] * 5  # both see the gate after the second started
 
 
 def test_a_failure_is_shared_too_and_not_kept() -> None:
     async def scenario() -> list[BaseException | bytes]:
-        flights = _Flights()
+        flights = _Answers(lambda: 0)
         calls = 0
 
         async def compute() -> bytes:

@@ -16,6 +16,7 @@ import orjson
 import pytest
 import uvicorn
 
+from correlator import api
 from correlator._server import HEAD_BYTES, KEEP_ALIVE_S, settings
 from correlator.api import HostCheck, create_app
 from correlator.cli import main
@@ -228,6 +229,25 @@ def test_serve_bounds_every_wait_and_checks_the_host(
     }
 
 
+@pytest.mark.parametrize(
+    ("environ", "cache_bytes"),
+    [({}, 64 * 1024 * 1024), ({"CORRELATOR_READ_CACHE_MB": "0.5"}, 512 * 1024)],
+)
+def test_serve_keeps_answers_in_the_memory_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], cache_bytes: int
+) -> None:
+    given: dict[str, Any] = {}
+    create_app = api.create_app
+
+    def recorded(store: Store, **kwargs: Any) -> Any:
+        given.update(kwargs)
+        return create_app(store, **kwargs)
+
+    monkeypatch.setattr("correlator.api.create_app", recorded)
+    _serve(tmp_path, monkeypatch, "127.0.0.1", environ)
+    assert given["cache_bytes"] == cache_bytes
+
+
 def test_a_wildcard_address_is_no_host_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -239,6 +259,7 @@ def test_a_wildcard_address_is_no_host_name(
     ("name", "value"),
     [
         ("CORRELATOR_READ_THREADS", "0"),
+        ("CORRELATOR_READ_CACHE_MB", "-1"),
         ("CORRELATOR_MAX_CONNECTIONS", "many"),
         ("CORRELATOR_HEADER_TIMEOUT_S", "-1"),
         ("CORRELATOR_BODY_TIMEOUT_S", "0"),
