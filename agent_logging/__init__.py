@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent_logging import _context, _otel, _propagation, _state
+from agent_logging import _state
 from agent_logging._config import Settings, configure, get_logger, shutdown
-from agent_logging._context import bind, bound, unbind
-from agent_logging._ids import new_correlation_id
-from agent_logging._threads import ContextThreadPoolExecutor, carry_context
 from agent_logging._types import OWNER_LAYERS
+from agent_logging.context import _context, _otel, _propagation
+from agent_logging.context._context import bind, bound, unbind
+from agent_logging.context._ids import new_correlation_id
+from agent_logging.context._threads import ContextThreadPoolExecutor, carry_context
 from agent_logging.errors import (
     AgentLoggingError,
     ConfigurationError,

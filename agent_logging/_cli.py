@@ -17,7 +17,7 @@
   (they are still counted and their files named). Records lost to damage (a segment cut short,
   flipped, emptied, overwritten or deleted) fail the gate too, with their count and where,
   while the spool's quarantine holds their reports; ``--accept-loss`` accepts them (still
-  counted and named). The drain itself is in ``_drain``.
+  counted and named). The drain itself is in ``shipping._drain``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from typing import Any
 import orjson
 
 from agent_logging import _environ
-from agent_logging._drain import (
+from agent_logging.errors import AgentLoggingError
+from agent_logging.shipping._drain import (
     QUARANTINE_ADVICE,
     Losses,
     UsageError,
@@ -43,15 +44,14 @@ from agent_logging._drain import (
     either,
     nested_spool_roots,
 )
-from agent_logging._framing import Corrupt, TornTail
-from agent_logging._spool_dirs import (
+from agent_logging.spool._dirs import (
     DEAD_LETTER_NAME,
     dead_letter_paths,
     live_owner_pid,
     spool_dirs,
     spooled_records,
 )
-from agent_logging.errors import AgentLoggingError
+from agent_logging.spool._framing import Corrupt, TornTail
 
 __all__ = ["main", "spool_status"]
 

@@ -19,14 +19,14 @@ from typing import IO, Any, Final, Literal
 import structlog
 
 from agent_logging import _environ, _state
-from agent_logging._bound import BoundLogger
-from agent_logging._pipeline import Pipeline, Processor, Sink
-from agent_logging._propagation import ids_from_env
-from agent_logging._sinks import ConsoleSink, RotatingFileSink, StreamSink
-from agent_logging._stdlib import StdlibBridge
 from agent_logging._types import LAYERS, EventDict
+from agent_logging.context._propagation import ids_from_env
 from agent_logging.errors import ConfigurationError
 from agent_logging.owner import DEFAULT_RULES, OwnerRule, rules_with_defaults
+from agent_logging.pipeline._bound import BoundLogger
+from agent_logging.pipeline._pipeline import Pipeline, Processor, Sink
+from agent_logging.pipeline._sinks import ConsoleSink, RotatingFileSink, StreamSink
+from agent_logging.pipeline._stdlib import StdlibBridge
 from agent_logging.schema import check_id
 
 __all__ = ["Settings", "configure", "dispatch", "get_logger", "shutdown"]
@@ -335,12 +335,12 @@ def configure(
         sinks = _local_sinks(resolved)
         durable = None
         if resolved.loki_url is not None:
-            from agent_logging import _durable
+            from agent_logging.shipping import _durable
 
             durable = _durable.Durable.start(resolved)
             sinks.insert(0, durable)
         if resolved.otlp_endpoint is not None:
-            from agent_logging import _otlp
+            from agent_logging.pipeline import _otlp
 
             sinks.append(_otlp.OtlpSink(resolved))
         pipeline = Pipeline(

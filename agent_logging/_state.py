@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
 
 if TYPE_CHECKING:
-    from agent_logging._pipeline import Pipeline
+    from agent_logging.pipeline._pipeline import Pipeline
 
 __all__ = [
     "configure_lock",

@@ -44,9 +44,9 @@ from queue import Queue
 from typing import Any, Final
 
 from agent_logging import _config, _environ, _state
-from agent_logging._stdlib import StdlibBridge
 from agent_logging._types import LAYERS
 from agent_logging.errors import ConfigurationError
+from agent_logging.pipeline._stdlib import StdlibBridge
 
 __all__ = ["LokiHandler", "LokiQueueHandler"]
 

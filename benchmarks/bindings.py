@@ -1,7 +1,7 @@
 """The direct line against the full path, by how many records each binding logs.
 
 A plain record's line is joined from its envelope, rendered once per binding
-(``agent_logging._direct``); the full path builds and renders the whole record every time.
+(``agent_logging.pipeline._direct``); the full path builds and renders the whole record every time.
 Rendering an envelope costs about what one record saves, so which path is cheaper depends on
 how many records share a binding. Both paths in one process, the same records, repeats
 interleaved (the path is switched on the pipeline in between):

@@ -5,7 +5,7 @@ and the caller gets it back only when that thread blocks in turn or its switch i
 (``sys.getswitchinterval()``, 5 ms) runs out. A log call that makes one ``write`` system call
 per record therefore waits up to 5 ms on every call as soon as another thread of the service
 is busy in Python. agent_logging's durable path copies the framed record into a shared
-mapping of the spool's segment instead (``agent_logging._spool``): no system call, so the GIL
+mapping of the spool's segment instead (``agent_logging.spool._spool``): no system call, so the GIL
 stays with the caller.
 
 Each scenario runs in a fresh process: one thread spinning in pure Python (a loop of additions

@@ -9,7 +9,7 @@ the machine's cores. Every scenario runs in a fresh child process, against a fre
   (``--server-records``), and into a counting sink (``benchmarks._common``, ``--records``)
   that only counts entries, which shows what the client sustains when the server is not the
   bottleneck (the test server is: it stores each entry in Python, with Loki's checks).
-- ``agent_logging, shipper process``: the same with ``shipper="process"`` (``_ship_process``):
+- ``agent_logging, shipper process``: the same with ``shipper="process"`` (``shipping._process``):
   into the test server flat out, paced with Loki up and down, and through the outage. Its
   rows give the logging process's figures; the shipper process's CPU time (reaped at
   shutdown, its start included) and its RSS at the end of the run are printed beside them.
@@ -344,10 +344,10 @@ def child_breakdown(records: int) -> None:
 
     import agent_logging
     from agent_logging import _state
-    from agent_logging._entries import entries_from_records
-    from agent_logging._push import encode_protobuf
-    from agent_logging._record_encoder import encode_records, stream_key
-    from agent_logging._spool import Spool, SpooledRecord
+    from agent_logging.loki._entries import entries_from_records
+    from agent_logging.loki._push import encode_protobuf
+    from agent_logging.loki._record_encoder import encode_records, stream_key
+    from agent_logging.spool._spool import Spool, SpooledRecord
     from tests.lokisim._limits import Limits
     from tests.lokisim._push import decode_push_body
     from tests.lokisim._store import Store

@@ -212,8 +212,8 @@ def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
             it.
         SourceError: Loki failed (raised while fetching; what came before is kept).
     """
-    from agent_logging._loki_client import LokiClient
     from agent_logging.errors import ConfigurationError
+    from agent_logging.loki import LokiClient
     from correlator.ingest import ingest_items
     from correlator.queries import parse_duration_s, parse_time_ns
     from correlator.sources import loki

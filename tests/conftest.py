@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging import _context, _state
+from agent_logging import _state
+from agent_logging.context import _context
 from tests import real_parts
 
 pytest_plugins = ["tests.lokisim.fixtures", "tests.pg"]

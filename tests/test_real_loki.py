@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging._loki_client import LokiClient
+from agent_logging.loki._client import LokiClient
 from correlator.cli import main as correlator
 from tests.lokisim.fixtures import LOKI_TENANT_ENV, VISIBILITY_TIMEOUT_S
 

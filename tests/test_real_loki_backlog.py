@@ -30,8 +30,8 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging._loki_client import LokiClient
-from agent_logging._spool import Spool
+from agent_logging.loki._client import LokiClient
+from agent_logging.spool._spool import Spool
 from tests.lokisim.fixtures import LOKI_TENANT_ENV, VISIBILITY_TIMEOUT_S
 
 TENANT = os.environ.get(LOKI_TENANT_ENV) or None

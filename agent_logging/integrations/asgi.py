@@ -21,10 +21,10 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from agent_logging import _context, _otel
 from agent_logging._config import get_logger
-from agent_logging._ids import new_correlation_id, new_span_id, new_trace_id
-from agent_logging._propagation import CORRELATION_HEADER, parse_headers
+from agent_logging.context import _context, _otel
+from agent_logging.context._ids import new_correlation_id, new_span_id, new_trace_id
+from agent_logging.context._propagation import CORRELATION_HEADER, parse_headers
 from agent_logging.schema import IDENTIFIER_KEYS
 
 __all__ = ["AgentLoggingMiddleware"]

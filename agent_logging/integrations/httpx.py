@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 import agent_logging
-from agent_logging._propagation import host_allowed
+from agent_logging.context._propagation import host_allowed
 from agent_logging.integrations import allowed_hosts
 
 __all__ = ["async_event_hooks", "event_hooks", "inject", "instrument"]

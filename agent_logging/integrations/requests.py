@@ -14,7 +14,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 import agent_logging
-from agent_logging._propagation import host_allowed
+from agent_logging.context._propagation import host_allowed
 from agent_logging.integrations import allowed_hosts
 
 __all__ = ["PropagatingAdapter", "instrument"]

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from agent_logging._secrets import redact_text
 from agent_logging._types import OWNER_LAYERS
 from agent_logging.owner._rule import (
     Link,
@@ -34,6 +33,7 @@ from agent_logging.owner._rule import (
     exit_codes_in,
 )
 from agent_logging.owner._table import DEFAULT_RULES
+from agent_logging.redaction._secrets import redact_text
 
 __all__ = [
     "MAX_CHAIN",

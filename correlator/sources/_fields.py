@@ -29,8 +29,8 @@ __all__ = [
     "take_id",
 ]
 
-# agent_logging._ids' rule for the five identifiers, as one regex so that the common case is a
-# single C call; tests/correlator/sources/test_ndjson.py proves it agrees with id_problem().
+# agent_logging.schema's rule for the five identifiers, as one regex so that the common case is
+# a single C call; tests/correlator/sources/test_ndjson.py proves it agrees with id_problem().
 _SAFE_ID: Final = re.compile(rf"[A-Za-z0-9._:/@+~-]{{1,{MAX_ID_LENGTH}}}")
 HEX32: Final = re.compile(r"[0-9a-f]{32}")
 HEX16: Final = re.compile(r"[0-9a-f]{16}")

@@ -5,9 +5,9 @@ Separate from ``_nginx_access`` (reading the JSON and ``combined`` formats into 
 rejects), and every access line, JSON or text, becomes an event here.
 
 Identifiers: ``correlation_id`` comes from baggage, else the ``X-Correlation-ID`` header, else
-``$request_id`` (the rules of :func:`agent_logging._propagation.parse_headers`, which the API
-applies to the same headers); values that fail :func:`agent_logging._ids.problem` are left out
-and named in ``attrs["rejected_ids"]``.
+``$request_id`` (the rules of :func:`agent_logging.context.parse_headers`, which the API
+applies to the same headers); values that fail :func:`agent_logging.schema.id_problem` are left
+out and named in ``attrs["rejected_ids"]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent_logging._propagation import parse_headers
+from agent_logging.context import parse_headers
 from agent_logging.schema import id_problem
 from correlator.model import Event, Reject, content_hash
 from correlator.sources._lines import line_reject

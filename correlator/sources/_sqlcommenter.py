@@ -12,7 +12,7 @@ statement. ``application_name`` adds what the comment lacks, by this convention:
   ``api/correlation_id=c-1``. PostgreSQL keeps 63 bytes of it: when it is exactly that long its
   last value may have been cut, so that value is refused.
 
-Values failing :func:`agent_logging._ids.problem` are refused and named with the reason
+Values failing :func:`agent_logging.schema.id_problem` are refused and named with the reason
 (:attr:`Identified.rejected`).
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
-from agent_logging._propagation import parse_headers
+from agent_logging.context import parse_headers
 from agent_logging.schema import id_problem
 from correlator.model import IDENTIFIER_KEYS
 

@@ -1,7 +1,7 @@
 """The ``loki`` source: pull a bounded window of entries from Loki with a LogQL query.
 
 :func:`fetch` pages through ``query_range`` by time with
-:meth:`agent_logging._loki_client.LokiClient.iter_query_range`: each page starts at the last
+:meth:`agent_logging.loki.LokiClient.iter_query_range`: each page starts at the last
 timestamp seen (Loki's ``start`` is inclusive, ``end`` exclusive), entries already yielded at
 that boundary are skipped, and no page asks for more than Loki's default
 ``max_entries_limit_per_query`` of 5,000 entries (a larger ``limit`` is refused with a 400).
@@ -22,7 +22,7 @@ within a stream; the labels are left out because which of them come back depends
 query (``| json`` adds parsed ones). Loki shards a fast stream (``__stream_shard__``) and
 de-duplicates within one shard only, so a resent entry can be stored in two shards: the client
 yields the same timestamp and line in two shards of one stream once, and it is one event.
-Pages are sized to about 1 MiB of answer from the entries seen (``_loki_client.PAGE_BYTES``):
+Pages are sized to about 1 MiB of answer from the entries seen (``loki._client.PAGE_BYTES``):
 ``page_limit`` caps them, since Loki cannot send an answer over gRPC's 4 MiB.
 """
 
@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import orjson
 
-from agent_logging._loki_client import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
+from agent_logging.loki import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
 from agent_logging.schema import CONTEXT_KEYS, LAYER_LABEL, METADATA_KEYS, SERVICE_LABEL
 from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject

@@ -13,7 +13,7 @@ joined while a quote is open (PostgreSQL doubles ``"`` inside quoted fields, so 
 only start a new record arrives, is rejected as unterminated.
 
 Identifiers come from the statement's sqlcommenter comment and from ``application_name``
-(``_sqlcommenter`` says how). Values failing :func:`agent_logging._ids.problem` are left out
+(``_sqlcommenter`` says how). Values failing :func:`agent_logging.schema.id_problem` are left out
 and named in ``attrs["rejected_ids"]``. Errors (ERROR/FATAL/PANIC with a SQLSTATE outside
 classes 00, 01 and 02) get ``owner_hint="db"`` and the SQLSTATE as ``error_type``.
 """

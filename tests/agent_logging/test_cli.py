@@ -19,14 +19,15 @@ import orjson
 import pytest
 
 import agent_logging
-from agent_logging import _cli, _spool_dirs, _state
-from agent_logging._dead_letter import append_dead_letter
-from agent_logging._durable import Durable
-from agent_logging._entries import PushEntry
-from agent_logging._loki_client import LokiClient
-from agent_logging._spool import Spool, read_all
-from agent_logging._spool_dirs import DEAD_LETTER_NAME
+from agent_logging import _cli, _state
+from agent_logging.loki._client import LokiClient
+from agent_logging.loki._entries import PushEntry
 from agent_logging.schema import rfc3339_ns
+from agent_logging.shipping._dead_letter import append_dead_letter
+from agent_logging.shipping._durable import Durable
+from agent_logging.spool import _dirs
+from agent_logging.spool._dirs import DEAD_LETTER_NAME
+from agent_logging.spool._spool import Spool, read_all
 from tests.argparse_help import options_without_help
 from tests.lokisim import Limits, LokiServer
 
@@ -392,7 +393,7 @@ def test_drain_waits_for_a_live_owner_to_ship_what_it_had_spooled(
             go_on.wait(20.0)
         return read_all(directory, on_damage)
 
-    monkeypatch.setattr(_spool_dirs, "read_all", watched_read_all)
+    monkeypatch.setattr(_dirs, "read_all", watched_read_all)
     codes: list[int] = []
     drainer = threading.Thread(
         target=lambda: codes.append(_cli.main(drain_args(root, loki.url, 10.0)))

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agent_logging
-from agent_logging._propagation import render_headers, sql_comment_for
+from agent_logging.context._propagation import render_headers, sql_comment_for
 from agent_logging.schema import IDENTIFIER_KEYS, TRACE_KEYS
 from tests.collector_config.configs import (
     ID_ALPHABET,
@@ -111,7 +111,7 @@ NGINX_REQUEST_ID: Final = "6f1d2c3b4a5968778695a4b3c2d1e0f9"
             {"request_id": NGINX_REQUEST_ID, "http_x_correlation_id": "c-1' OR 1=1"},
             {"correlation_id": NGINX_REQUEST_ID},
         ),
-        # Baggage wins over the header, as in agent_logging._propagation.parse_headers.
+        # Baggage wins over the header, as in agent_logging.context._propagation.parse_headers.
         (
             {
                 "request_id": NGINX_REQUEST_ID,
@@ -190,7 +190,7 @@ def test_nginx_error_lines_keep_only_the_level() -> None:
     assert not re.search(first_line, '  "FastCGI sent in stderr: continued')
 
 
-# ---- PostgreSQL: the sqlcommenter comment of agent_logging._propagation.sql_comment_for ----
+# ---- PostgreSQL: the sqlcommenter comment of agent_logging.context._propagation.sql_comment_for
 
 
 def test_a_library_sql_comment_is_lifted_by_both_collectors() -> None:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_logging._loki_client import LokiClient, QueriedEntry
+from agent_logging.loki._client import LokiClient, QueriedEntry
 from correlator._schema import columns_from_events
 from correlator.ingest import FILE_KINDS, parser_for
 from correlator.model import MAX_LINE_BYTES, Event, Reject

@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
-from agent_logging._entries import PushEntry, entry_from_record
-from agent_logging._loki_client import LokiClient
+from agent_logging.loki._client import LokiClient
+from agent_logging.loki._entries import PushEntry, entry_from_record
 from correlator.errors import QueryError, SourceError
 from correlator.logql import query_for, selector
 from correlator.model import Event, Reject, content_hash

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_logging._propagation import sql_comment_for
+from agent_logging.context._propagation import sql_comment_for
 from correlator.model import LEVELS, MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources._sqlcommenter import sqlcommenter_tags
 from correlator.sources.postgres import CSV_COLUMNS, parse
