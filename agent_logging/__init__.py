@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_logging import _state
-from agent_logging._config import Settings, configure, get_logger, shutdown
+from agent_logging._config import configure, get_logger, shutdown
+from agent_logging._settings import Settings
 from agent_logging._types import OWNER_LAYERS
 from agent_logging.context import _context, _otel, _propagation
 from agent_logging.context._context import bind, bound, unbind

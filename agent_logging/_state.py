@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from agent_logging._types import EventDict
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
 
-if TYPE_CHECKING:
-    from agent_logging.pipeline._pipeline import Pipeline
-
 __all__ = [
+    "ActivePipeline",
     "configure_lock",
     "internal_logger",
     "owner_rules",
@@ -26,9 +26,44 @@ __all__ = [
     "report_once",
     "reset_reports",
     "shut_down",
+    "unconfigured",
 ]
 
-pipeline: Pipeline | None = None
+
+class ActivePipeline(Protocol):
+    """What the library asks of the pipeline in force (``pipeline._pipeline.Pipeline``): a
+    protocol here, so that this module, which every other imports, imports none of them."""
+
+    @property
+    def base_ids(self) -> Mapping[str, str]: ...
+
+    @property
+    def sinks(self) -> tuple[Any, ...]: ...
+
+    def handle(self, method_name: str, event_dict: EventDict, ts_ns: int | None = None) -> None: ...
+
+    def count_failure(self) -> None: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def flush(self, timeout_s: float) -> bool: ...
+
+    def close(self, timeout_s: float) -> None: ...
+
+    def after_fork_in_child(self) -> None: ...
+
+
+pipeline: ActivePipeline | None = None
+
+
+def _dropped(method_name: str, event_dict: EventDict) -> None:
+    return None
+
+
+#: What a record does while no pipeline is in force: ``_config`` sets it to configure from
+#: the environment once (or drop the record after ``shutdown()``). A hook, so that the
+#: pipeline's modules never import the wiring above them.
+unconfigured: Callable[[str, EventDict], None] = _dropped
 
 #: The owner table records' exceptions are classified with: an operator's rules file
 #: (``AGENT_LOGGING_OWNER_RULES``) ahead of the built-in table. Set by ``configure()``, put

@@ -55,11 +55,9 @@ _StructlogBoundLogger: Final = structlog.make_filtering_bound_logger(logging.DEB
 def _emit(level: str, event_dict: EventDict) -> None:
     pipeline = _state.pipeline
     if pipeline is None:
-        # Before configure() (or after shutdown): the trampoline configures from the
-        # environment once, or drops the record.
-        from agent_logging._config import dispatch
-
-        dispatch(None, level, event_dict)
+        # Before configure() (or after shutdown): configured from the environment once, or
+        # the record dropped (``_state.unconfigured``, set by ``_config``).
+        _state.unconfigured(level, event_dict)
         return
     pipeline.handle(level, event_dict)
 

@@ -20,7 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from agent_logging._types import EventDict
 
 if TYPE_CHECKING:
-    from agent_logging._config import Settings
+    from agent_logging._settings import Settings
 
 __all__ = ["OtlpSink"]
 

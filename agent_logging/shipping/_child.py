@@ -34,7 +34,7 @@ from agent_logging.spool._framing import HEADER_BYTES
 from agent_logging.spool._segments import SpooledRecord, SpoolPosition
 
 if TYPE_CHECKING:
-    from agent_logging._config import Settings
+    from agent_logging._settings import Settings
 
 __all__ = ["RemoteBatch", "RemoteSpool", "command", "config_for", "default_labels", "main"]
 

@@ -55,7 +55,7 @@ from agent_logging.spool._dirs import (
 from agent_logging.spool._spool import Spool
 
 if TYPE_CHECKING:
-    from agent_logging._config import Settings
+    from agent_logging._settings import Settings
 
 __all__ = ["Durable", "client_for"]
 

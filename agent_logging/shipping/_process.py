@@ -60,8 +60,7 @@ from typing import IO, Any, Final
 
 import orjson
 
-import agent_logging
-from agent_logging._config import Settings
+from agent_logging._settings import Settings
 from agent_logging.errors import SpoolError
 from agent_logging.shipping import _child
 from agent_logging.shipping._counters import ShipCounters
@@ -87,7 +86,7 @@ _EARLY_DEATHS: Final = 3
 # (see ProcessShipper.after_fork_in_child).
 _ABANDONED: Final[list[subprocess.Popen[bytes]]] = []
 # The directory that holds the agent_logging package: the child must import the same one.
-_PACKAGE_ROOT: Final = str(Path(agent_logging.__file__).resolve().parent.parent)
+_PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[2])
 
 
 class ProcessShipper:

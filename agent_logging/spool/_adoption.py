@@ -23,7 +23,7 @@ from agent_logging.spool._dirs import remove_spool_files, spool_dirs, spool_kwar
 from agent_logging.spool._spool import Spool
 
 if TYPE_CHECKING:
-    from agent_logging._config import Settings
+    from agent_logging._settings import Settings
 
 __all__ = ["Adoption"]
 

@@ -27,7 +27,7 @@ from agent_logging.spool._segments import SpooledRecord, read_all
 from agent_logging.spool._spool import Spool
 
 if TYPE_CHECKING:
-    from agent_logging._config import Settings
+    from agent_logging._settings import Settings
 
 __all__ = [
     "DEAD_LETTER_NAME",
