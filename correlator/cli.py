@@ -557,7 +557,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "demo":
             from correlator import demo
 
-            return demo.run(args)
+            return demo.run(args, serve=main)
         if args.command == "eval":
             return _eval(args)
         with Store(args.db, read_only=read_only) as store:

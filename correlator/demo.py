@@ -44,6 +44,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -184,8 +185,9 @@ def _activate_line() -> str:
     return f"  source {venv}/bin/activate\n"
 
 
-def run(args: argparse.Namespace) -> int:
-    """The ``correlator demo`` command.
+def run(args: argparse.Namespace, serve: Callable[[list[str]], int]) -> int:
+    """The ``correlator demo`` command; ``serve`` runs ``correlator`` with the arguments it is
+    given (the CLI's own entry point), to serve the demo unless ``--no-serve``.
 
     Raises:
         QueryError: the database file holds something other than a previous demo and
@@ -236,6 +238,4 @@ def run(args: argparse.Namespace) -> int:
         f"/v1/timeline?allocation_id={FAILING_ALLOCATION}); Ctrl-C stops",
         file=sys.stderr,
     )
-    from correlator.cli import main
-
-    return main(["--db", str(db_path), "serve", "--host", args.host, "--port", str(args.port)])
+    return serve(["--db", str(db_path), "serve", "--host", args.host, "--port", str(args.port)])

@@ -22,12 +22,11 @@ import httpx
 import orjson
 import pytest
 
-from agent_logging.schema import IDENTIFIER_KEYS
+from agent_logging.schema import IDENTIFIER_KEYS, METADATA_KEYS, STREAM_LABELS
 from tests.collector_config.alloy_syntax import Block, Call, Concat, Ref, evaluate
 from tests.collector_config.configs import (
     ALLOY,
     LABELS,
-    LIFTED,
     LOKI,
     NO_ENV,
     OTEL_ENV_REFERENCE,
@@ -232,7 +231,7 @@ def test_alloy_pipelines_end_with_exactly_the_three_labels(process: str) -> None
     assert produced == LABELS
     keep = block.blocks[-1]
     assert keep.name == "stage.label_keep"
-    assert keep.attributes["values"] == ["service_name", "layer", "env"]
+    assert keep.attributes["values"] == list(STREAM_LABELS)
     assert not any(stage.attributes.get("labels_from_groups") for stage in block.blocks)
 
 
@@ -242,7 +241,7 @@ def test_alloy_structured_metadata_carries_every_identifier(process: str) -> Non
     assert len(stages) == 1
     values = stages[0].attributes["values"]
     assert isinstance(values, dict)
-    assert set(values) == LIFTED | {"level", "filename"}
+    assert set(values) == set(METADATA_KEYS) | {"filename"}  # the schema's, and the file
 
 
 def test_alloy_file_targets_default_to_the_documented_paths() -> None:
