@@ -1,6 +1,10 @@
-"""Batches for the shipper: a segment's records read a window at a time.
+"""Batches for the shipper: what a batch is, and a segment's records read a window at a time.
 
-:func:`read_segment` reads a window of the segment at a time (``os.pread``, or from
+A shipper thread gets a :class:`Batch` from :meth:`Spool.peek_batch
+<agent_logging.spool._spool.Spool.peek_batch>` and passes it back to :meth:`Spool.ack
+<agent_logging.spool._spool.Spool.ack>`; a shipper in another process gets a :class:`ReadPlan`
+(where to read, ``_remote``) and reads the segment file itself. Both read with
+:func:`read_segment`, which reads a window of the segment at a time (``os.pread``, or from
 the active segment's mapping) and takes its intact frames in one loop
 (``_framing.take_frames``: a header unpack, a CRC and a slice per frame, no generator and no
 intermediate object), falling back to the frame-by-frame reader, which reports damage, only
@@ -19,13 +23,44 @@ import functools
 import mmap
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from agent_logging.spool._framing import Frame, TornTail, read_frames, take_frames
-from agent_logging.spool._segments import OPEN_READ, SpooledRecord, pread_reader
+from agent_logging.spool._segments import OPEN_READ, SpooledRecord, SpoolPosition, pread_reader
 
-__all__ = ["read_segment"]
+__all__ = ["Batch", "ReadPlan", "read_segment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Records returned by :meth:`Spool.peek_batch`, to pass back to :meth:`Spool.ack`.
+
+    ``start`` and ``end`` delimit the batch in its segment; treat them as opaque.
+    """
+
+    records: tuple[SpooledRecord, ...]
+    end: SpoolPosition
+    start: SpoolPosition
+    #: The records' payload bytes (-1: not counted yet, :meth:`Spool.ack` counts them).
+    payload_bytes: int = -1
+
+
+class ReadPlan(NamedTuple):
+    """Where a shipper in another process reads next: ``[start, limit)`` of the segment at
+    ``path`` (:meth:`Spool.plan_read <agent_logging.spool._spool.Spool.plan_read>`).
+
+    ``checked``: damage before this offset was counted already (``read_segment``'s argument).
+    ``sealed``: the segment is no longer written to.
+    """
+
+    seq: int
+    path: str
+    start: int
+    limit: int
+    checked: int
+    sealed: bool
 
 
 def read_segment(

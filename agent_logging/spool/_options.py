@@ -1,8 +1,8 @@
 """The spool's options: the full and fsync policies, and checking every option once, at open.
 
-What each policy does is in the module doc of ``_cap`` (full) and ``_sync``
-(fsync). :meth:`SpoolOptions.checked` raises :class:`~agent_logging.errors.ConfigurationError`
-naming the option that is wrong, before the spool touches its directory.
+What each policy does is in the module doc of ``_spool`` (the size cap, and durability).
+:meth:`SpoolOptions.checked` raises :class:`~agent_logging.errors.ConfigurationError` naming
+the option that is wrong, before the spool touches its directory.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ system call, with the GIL hand-over that costs beside a busy thread (see above).
 such a segment use ``pread`` (they get no mapping from the spool either).
 
 On a disk too full. The spool asks for a smaller segment when the disk cannot hold a whole
-one (``_cap.create_segment``), down to a segment of no capacity at all: an empty file,
+one (``_spool``'s slow path), down to a segment of no capacity at all: an empty file,
 neither allocated nor mapped, that takes no record (every append rotates, and so tries again).
 
 Sealing unmaps the file and cuts it back to its content; in a forked child, :meth:`forget`

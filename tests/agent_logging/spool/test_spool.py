@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agent_logging.errors import ConfigurationError, SpoolError
-from agent_logging.spool import _cap, _sync
+from agent_logging.spool import _spool
 from agent_logging.spool._framing import HEADER_BYTES, encode_frame
 from agent_logging.spool._quarantine import read_quarantine
 from agent_logging.spool._spool import Batch, Spool, SpooledRecord, SpoolPosition, read_all
@@ -392,7 +392,7 @@ def test_a_segment_the_disk_has_no_room_for_is_counted_and_retried(
         # Not tried again at once: a flat-out logger would create and delete a file a call.
         assert spool.append(1003, rec(3)) is False
         assert spool.stats().write_errors == 2
-        monkeypatch.setattr(_cap, "_RETRY_S", 0.0)
+        monkeypatch.setattr(_spool, "_RETRY_S", 0.0)
         spool._retry_at = 0.0  # the pause is over
         assert spool.append(1003, rec(3)) is True  # on a fresh segment
         assert drain(spool) == [rec(0), rec(1), rec(3)]
@@ -617,7 +617,7 @@ def test_fsync_interval_is_driven_by_sync_if_due(
     directory: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr(_sync, "_now", lambda: now[0])
+    monkeypatch.setattr(_spool, "_now", lambda: now[0])
     with Spool.open(directory, fsync="interval", fsync_interval_s=1.0) as spool:
         fsyncs.clear()
         fill(spool, range(2))

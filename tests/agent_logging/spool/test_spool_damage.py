@@ -429,7 +429,7 @@ def test_configure_on_a_real_full_disk_starts_degraded_and_recovers(
     assert health["spool_error"] is not None and "the disk is full" in health["spool_error"]
     filler.unlink()  # space returns
     sink.spool._retry_at = 0.0
-    time.sleep(0.6)  # past the pause between tries (_spool_cap._RETRY_S)
+    time.sleep(0.6)  # past the pause between tries (_spool._RETRY_S)
     errors = sink.health()["write_errors"]
     for seq in range(3000, 3100):
         log.info("tick", seq=seq)
