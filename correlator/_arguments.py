@@ -1,9 +1,11 @@
 """The ``correlator`` command's arguments: the subcommands, their options and their help.
 
-``correlator.cli`` runs what they ask for. Defaults that come from the environment
-(``CORRELATOR_DB``, the ``CORRELATOR_LOKI_*`` settings, ``CORRELATOR_NGINX_TZ``, the
-``CORRELATOR_FINDINGS_*`` thresholds) are named in the help, declared in ``_environ``, and read
-when the command runs (:func:`database` for ``--db``, :func:`nginx_zone` for ``--nginx-tz``).
+``correlator.cli`` runs what they ask for. ``ingest``'s source kinds, their options and what
+their lines look like are the registry's (``correlator.sources``): each source's options are
+added here as it declares them. Defaults that come from the environment (``CORRELATOR_DB``,
+the ``CORRELATOR_LOKI_*`` settings, ``CORRELATOR_NGINX_TZ``, the ``CORRELATOR_FINDINGS_*``
+thresholds) are named in the help, declared in ``_environ``, and read when the command runs
+(:func:`database` for ``--db``, ``sources.flag_values`` for the sources' options).
 """
 
 from __future__ import annotations
@@ -11,12 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import textwrap
-from datetime import tzinfo
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
-from correlator import _environ
+from correlator import _environ, sources
 from correlator.errors import InputError, QueryError
-from correlator.queries import MAX_LIMIT, findings_config, zone_setting
+from correlator.queries import MAX_LIMIT, findings_config
 
 if TYPE_CHECKING:
     from agent_logging.owner import OwnerRule
@@ -24,34 +25,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DB",
     "DEFAULT_DEMO_DB",
-    "SOURCE_HELP",
     "database",
-    "environ_zone",
-    "nginx_zone",
     "owner_rules",
     "parser",
 ]
-
-#: What each source kind's input looks like, for ``correlator ingest --help``.
-SOURCE_HELP: Final = {
-    "agent": 'JSON lines written by agent_logging: {"ts":"2026-11-22T13:11:19.123456789Z",'
-    '"level":"info","event":"task claimed","service":"node-agent","layer":"node",'
-    '"node_id":"n-17",...}',
-    "ndjson": "JSON lines in the same record schema (ts, level, event, service, layer, the five "
-    "identifiers, error={type,message,chain}) from any program; one parser with agent",
-    "nginx": "access logs (a JSON log_format, or combined with ' \"$request_id\"' appended) and "
-    "error logs, told apart line by line (--nginx-tz for error-log times)",
-    "postgres": "PostgreSQL csvlog or jsonlog, told apart by content; sqlcommenter comments "
-    "(/*allocation_id='a-9'*/) in statements join them",
-    "workflow": 'state transitions as JSON lines: {"ts":...,"entity_kind":"allocation",'
-    '"entity_id":"a-9","from":"releasing","to":"release_failed",...}; or --dsn for an audit '
-    "table",
-    "k8s": "custom resources as `kubectl get -o json` prints them (a List, one object, or "
-    "`--watch -o json` lines)",
-    "aap": "AAP/AWX/EDA job objects from the controller's API (GET /api/v2/jobs/), one per line "
-    "or a page",
-    "loki": "no file: --query LOGQL --since 1h --loki-url URL asks a Loki for records",
-}
 
 DEFAULT_DB = "correlator.duckdb"
 #: ``correlator demo``'s database unless ``--db`` names one: never ``$CORRELATOR_DB``, which
@@ -97,42 +74,6 @@ def owner_rules(args: argparse.Namespace) -> tuple[OwnerRule, ...]:
         return rules_with_defaults(path)
     except ConfigurationError as exc:
         raise InputError(str(exc)) from exc
-
-
-def nginx_zone(args: argparse.Namespace) -> tzinfo | None:
-    """The zone of nginx error-log times: ``--nginx-tz``, else ``$CORRELATOR_NGINX_TZ``, for
-    ``--source nginx`` only.
-
-    Args:
-        args: what :func:`parser` parsed for ``ingest``.
-
-    Returns:
-        The zone, or None (UTC, the parser's default).
-
-    Raises:
-        QueryError: ``--nginx-tz`` with another source, or a zone that is not one; the
-            message names the option or the variable, and the value.
-    """
-    if args.source != "nginx":
-        if args.nginx_tz is not None:
-            raise QueryError(
-                "--nginx-tz is the zone of nginx error logs: use it with --source nginx"
-            )
-        return None
-    if args.nginx_tz is None:
-        return environ_zone()
-    return zone_setting("--nginx-tz", args.nginx_tz)
-
-
-def environ_zone() -> tzinfo | None:
-    """The zone ``$CORRELATOR_NGINX_TZ`` names (for ``ingest`` without ``--nginx-tz``, and
-    for nginx bodies posted to ``correlator serve`` without ``?tz=``), or None (UTC).
-
-    Raises:
-        QueryError: the variable names no zone; the message names it and the value.
-    """
-    text = os.environ.get(_environ.NGINX_TZ, "").strip()
-    return zone_setting(_environ.NGINX_TZ, text) if text else None
 
 
 def _limit(text: str) -> int:
@@ -232,8 +173,13 @@ def parser() -> argparse.ArgumentParser:
         "database; re-ingesting the same input adds nothing.",
         epilog="source kinds, and what their lines look like:\n"
         + "\n".join(
-            textwrap.fill(text, 96, initial_indent=f"  {kind:<9} ", subsequent_indent=" " * 12)
-            for kind, text in SOURCE_HELP.items()
+            textwrap.fill(
+                declared.looks_like,
+                96,
+                initial_indent=f"  {kind:<9} ",
+                subsequent_indent=" " * 12,
+            )
+            for kind, declared in sources.SOURCES.items()
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -241,7 +187,7 @@ def parser() -> argparse.ArgumentParser:
         "--source",
         required=True,
         metavar="KIND",
-        help=f"one of {', '.join(SOURCE_HELP)} (see below)",
+        help=f"one of {', '.join(sources.SOURCES)} (see below)",
     )
     ingest.add_argument("paths", nargs="*", help="files (.gz too), or - for standard input")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -252,39 +198,8 @@ def parser() -> argparse.ArgumentParser:
         help="processes that parse the files once they add up to 64 MiB"
         " (default: one per core, at most 4; 1 parses in this process)",
     )
-    ingest.add_argument(
-        "--nginx-tz",
-        metavar="ZONE",
-        help="time zone of nginx error-log times, which carry none (with --source nginx): UTC, "
-        f"+01:00, or an IANA name such as Europe/Berlin (default ${_environ.NGINX_TZ} or UTC)",
-    )
-    ingest.add_argument("--query", help="LogQL (with --source loki)")
-    ingest.add_argument(
-        "--since", help="how far back from --to (with --source loki), e.g. 1h (default 1h)"
-    )
-    _window(ingest, "window start", "window end (default: now)")
-    ingest.add_argument("--loki-url", help=f"Loki's base URL (default ${_environ.LOKI_URL})")
-    ingest.add_argument(
-        "--tenant", help=f"X-Scope-OrgID of a multi-tenant Loki (default ${_environ.LOKI_TENANT})"
-    )
-    ingest.add_argument(
-        "--username",
-        help=f"basic auth user (default ${_environ.LOKI_USERNAME}); the password only from "
-        f"${_environ.LOKI_PASSWORD}, a bearer token from ${_environ.LOKI_BEARER_TOKEN}",
-    )
-    ingest.add_argument(
-        "--ca-bundle",
-        metavar="FILE",
-        help=f"CA certificates for Loki's TLS (default ${_environ.LOKI_CA_BUNDLE})",
-    )
-    ingest.add_argument(
-        "--dsn", help="PostgreSQL DSN of the workflow audit table (with --source workflow)"
-    )
-    ingest.add_argument(
-        "--table",
-        default="allocation_audit",
-        help="the audit table (with --dsn; default allocation_audit)",
-    )
+    for _, option in sources.options():
+        ingest.add_argument(option.flag, dest=option.dest, metavar=option.metavar, help=option.help)
 
     timeline = sub.add_parser("timeline", help="everything about one identifier, in order")
     timeline.add_argument(

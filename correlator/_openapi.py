@@ -2,13 +2,15 @@
 
 The error body every refusal carries (:class:`ErrorBody`), the two bearer tokens as security
 schemes (:data:`WRITE_BEARER`, :data:`READ_BEARER`), the raw body of ``POST /v1/evidence``
-(:data:`EVIDENCE_BODY`), the error answers of a route (:func:`errors`), and FastAPI's own 422
+(:data:`EVIDENCE_BODY`) and its ``source`` kinds (:func:`source_description`, from the
+registry's declarations), the error answers of a route (:func:`errors`), and FastAPI's own 422
 left out of the schema (:class:`Service`): a request FastAPI cannot validate is a 400 here,
 its message from :func:`invalid`. ``correlator.api`` uses them; ``/docs`` shows them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from fastapi import FastAPI
@@ -27,6 +29,7 @@ __all__ = [
     "Service",
     "errors",
     "invalid",
+    "source_description",
 ]
 
 
@@ -81,8 +84,9 @@ _MEANINGS: Final = {
 #: deadline), so FastAPI cannot describe it; the Content-Type is not checked, and a body sent
 #: without one is read the same.
 EVIDENCE_BODY: Final = {
-    "description": "One record per line: NDJSON for `ndjson`/`agent`, the native log lines "
-    "for the other kinds. A UTF-8 byte order mark at the start is dropped.",
+    "description": "One record per line, as the `source` kind writes them (its description "
+    "says how: NDJSON for `ndjson`/`agent`, the native log lines for most others). A UTF-8 "
+    "byte order mark at the start is dropped.",
     "content": {
         "application/x-ndjson": {
             "schema": {"type": "string"},
@@ -93,6 +97,13 @@ EVIDENCE_BODY: Final = {
         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
     },
 }
+
+
+def source_description(looks_like: Mapping[str, str]) -> str:
+    """The ``source`` parameter's description: each kind a body may be of, with what its
+    lines look like (``Source.looks_like``, which ``ingest --help`` shows too)."""
+    kinds = "\n".join(f"- `{kind}`: {text}" for kind, text in looks_like.items())
+    return f"The kind of evidence the body holds, one of:\n\n{kinds}"
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -2,9 +2,11 @@
 
 :func:`check_query` refuses a parameter a route does not declare, or one given twice (a
 typo such as ``limt=5`` would otherwise be ignored without a word); :func:`seed` declares the
-five identifiers, so that ``/docs`` can ask for them, and takes the one given; :func:`zone`
-reads ``?tz=`` of an nginx body. Each raises :class:`~correlator.errors.QueryError` naming
-the parameter, which ``correlator.api`` answers with a 400.
+five identifiers, so that ``/docs`` can ask for them, and takes the one given;
+:func:`source_parameters` declares the query parameters of the sources' options (nginx's
+``?tz=``), as the registry (``correlator.sources``) lists them. Each raises
+:class:`~correlator.errors.QueryError` naming the parameter, which ``correlator.api`` answers
+with a 400.
 
 The two dependencies are coroutines although they never wait: FastAPI runs a plain function
 dependency on a worker thread of Starlette's shared pool, and a request would then queue
@@ -13,19 +15,20 @@ there, behind a burst of others, for microseconds of work (``/healthz`` took sec
 
 from __future__ import annotations
 
-from datetime import tzinfo
-from typing import Annotated, Final
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, Final
 
 from fastapi import Query, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from correlator import incident
+from correlator import incident, sources
+from correlator._openapi import source_description
 from correlator.errors import QueryError
 from correlator.model import IDENTIFIER_KEYS
-from correlator.queries import zone_setting
 
-__all__ = ["TIME", "check_query", "seed", "zone"]
+__all__ = ["TIME", "Posted", "check_query", "seed", "source_parameters"]
 
 _KEYS: Final = ", ".join(IDENTIFIER_KEYS)
 _ONE_IDENTIFIER: Final = f"give exactly one identifier: ?KEY=VALUE with KEY one of {_KEYS}"
@@ -33,6 +36,9 @@ _Identifier = Annotated[
     str | None,
     Query(description=f"The identifier to start from; give exactly one of {_KEYS}."),
 ]
+#: What :func:`source_parameters`' dependency gives: the kind, and each option's text by
+#: parameter (None where not given).
+Posted = tuple[str, dict[str, str | None]]
 TIME: Final = "RFC 3339, integer nanoseconds since the epoch, or now-DURATION (now-2h)."
 
 
@@ -106,16 +112,51 @@ async def seed(
     return incident.check_seed(key, value)
 
 
-def zone(source: str, tz: str | None, default: tzinfo | None) -> tzinfo | None:
-    """The zone of an nginx body's error-log times: ``tz``, else the service's default.
+def source_parameters() -> Callable[..., Coroutine[Any, Any, Posted]]:
+    """A dependency declaring ``source`` (one of the kinds read from lines) and one optional
+    query parameter per source option that has one (``Option.query``: nginx's ``tz``), as
+    the registry holds them when it is called (when the app is made).
+
+    Declared, they are in ``/docs`` and :func:`check_query` takes them; which source may be
+    given which, and what their text means, is ``sources.query_values``'. The signature is
+    built here rather than written: the parameters are the registry's.
+
+    Returns:
+        The dependency; it returns the kind, and the text of each option parameter by name
+        (None where not given).
 
     Raises:
-        QueryError: ``tz`` with another source, or a zone that is not one (naming it).
+        QueryError: (the dependency) the kind is none a body can be of.
     """
-    if tz is None:
-        return default if source == "nginx" else None
-    if source != "nginx":
-        raise QueryError(
-            "query parameter 'tz' is the zone of nginx error logs: use it with source=nginx"
+    kinds = sources.file_kinds()
+    described = {kind: sources.SOURCES[kind].looks_like for kind in kinds}
+    declared = {
+        "source": inspect.Parameter(
+            "source",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[
+                str,
+                Query(
+                    description=source_description(described),
+                    json_schema_extra={"enum": list(kinds)},
+                ),
+            ],
         )
-    return zone_setting("query parameter 'tz'", tz)
+    }
+    for _, option in sources.options():
+        if option.query is not None and option.query not in declared:
+            declared[option.query] = inspect.Parameter(
+                option.query,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=Annotated[str | None, Query(description=option.query_help)],
+            )
+
+    async def given(source: str, **texts: str | None) -> Posted:
+        if source not in kinds:
+            raise QueryError(f"unknown source kind {source!r}; use one of {', '.join(kinds)}")
+        return source, texts
+
+    # FastAPI reads a dependency's parameters from its signature.
+    given.__signature__ = inspect.Signature(list(declared.values()))  # type: ignore[attr-defined]
+    return given

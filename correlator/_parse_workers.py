@@ -1,6 +1,6 @@
 """Parsing inputs' batches in worker processes while the main process stores them.
 
-The columnar parsers (``parse_columns``) are pure Python and the slower half of an NDJSON
+The columnar parsers (a source's ``columns``) are pure Python and the slower half of an NDJSON
 ingest; :func:`parse_pool` starts worker processes for them. :func:`parsed_batches` hands them
 one input's batches a few at a time, yielding each parsed batch, as the Arrow table the store
 inserts, in input order (without a pool the batches are parsed in process, the same way);
@@ -12,18 +12,20 @@ batches).
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
 
 from correlator._schema import events_table
 from correlator.model import Reject
+
+if TYPE_CHECKING:
+    from correlator.sources import Columns
 
 __all__ = [
     "BATCH_BYTES",
@@ -72,19 +74,15 @@ def parse_pool(workers: int | None = None) -> Executor:
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _parse_chunk(
-    module_name: str, kind: str, chunk: list[bytes], origin: str, start_line: int
-) -> Parsed:
+def _parse_chunk(columns: Columns, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
     """One batch through the columnar parser, as the table the store inserts (in a worker:
     building the Arrow table there too leaves the main process only the insert)."""
-    parse_columns = importlib.import_module(module_name).parse_columns
-    columns, rejects = parse_columns(chunk, origin, source=kind, start_line=start_line)
-    return events_table(columns), rejects
+    parsed, rejects = columns(chunk, origin, start_line=start_line)
+    return events_table(parsed), rejects
 
 
 def parsed_batches(
-    module_name: str,
-    kind: str,
+    columns: Columns,
     lines: Iterable[bytes],
     origin: str,
     batch_events: int,
@@ -93,20 +91,17 @@ def parsed_batches(
     """Parsed batches of ``batch_events`` lines (fewer past :data:`BATCH_BYTES`) in input
     order, from ``pool`` when given (a few batches ahead: one input of :func:`parsed_inputs`)."""
     if pool is not None:
-        yield from until_input_end(
-            parsed_inputs(module_name, kind, [(origin, lines)], batch_events, pool)
-        )
+        yield from until_input_end(parsed_inputs(columns, [(origin, lines)], batch_events, pool))
         return
     offset = 0
     for chunk in _chunks(lines, batch_events):
-        # Chunks continue the file's line numbering; the kind is the source recorded.
-        yield _parse_chunk(module_name, kind, chunk, origin, offset + 1)
+        # Chunks continue the file's line numbering.
+        yield _parse_chunk(columns, chunk, origin, offset + 1)
         offset += len(chunk)
 
 
 def parsed_inputs(
-    module_name: str,
-    kind: str,
+    columns: Columns,
     inputs: Iterable[tuple[str, Iterable[bytes]]],
     batch_events: int,
     pool: Executor,
@@ -125,9 +120,7 @@ def parsed_inputs(
         for origin, lines in _deferring_errors(inputs, pending):
             offset = 0
             for chunk in _chunks(lines, batch_events):
-                pending.append(
-                    pool.submit(_parse_chunk, module_name, kind, chunk, origin, offset + 1)
-                )
+                pending.append(pool.submit(_parse_chunk, columns, chunk, origin, offset + 1))
                 offset += len(chunk)
                 in_flight += 1
                 while in_flight >= depth:

@@ -29,8 +29,7 @@ import hmac
 import io
 import ipaddress
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from datetime import tzinfo
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
@@ -50,7 +49,7 @@ import agent_logging
 from agent_logging.integrations.asgi import AgentLoggingMiddleware
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
 from agent_logging.schema import rfc3339_ns
-from correlator import _environ, incident, queries
+from correlator import _environ, incident, queries, sources
 from correlator._openapi import (
     EVIDENCE_BODY,
     READ_BEARER,
@@ -61,7 +60,7 @@ from correlator._openapi import (
     errors,
     invalid,
 )
-from correlator._parameters import TIME, check_query, seed, zone
+from correlator._parameters import TIME, Posted, check_query, seed, source_parameters
 from correlator._read_cache import DEFAULT_MAX_BYTES, ReadCache
 from correlator.errors import (
     AuthError,
@@ -72,7 +71,7 @@ from correlator.errors import (
     SourceError,
     TooLargeError,
 )
-from correlator.ingest import FILE_KINDS, ingest_lines, read_lines
+from correlator.ingest import ingest_lines, read_lines
 from correlator.store import IngestResult, Store
 
 __all__ = [
@@ -464,7 +463,7 @@ def create_app(
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     allowed_hosts: Sequence[str] = (),
     now_ns: Callable[[], int] = time.time_ns,
-    nginx_zone: tzinfo | None = None,
+    source_options: Mapping[str, Mapping[str, Any]] | None = None,
     owner_rules: Sequence[OwnerRule] = DEFAULT_RULES,
 ) -> FastAPI:
     """The FastAPI application over ``store``.
@@ -483,8 +482,9 @@ def create_app(
             (and the loopback names on a loopback connection): ``HostCheck``; ``"*"``
             answers any.
         now_ns: the clock findings measure ages against.
-        nginx_zone: the zone of nginx error-log times when a post names none (``?tz=``);
-            None: UTC.
+        source_options: the values of sources' options a post does not give, by source
+            and option name (``sources.environ_values()``: nginx's zone from
+            ``CORRELATOR_NGINX_TZ``); otherwise each option's default.
         owner_rules: the owner table the timeline's verdict applies.
 
     Returns:
@@ -577,39 +577,18 @@ def create_app(
         if not _matches(_given(credentials), read_token, token):
             raise AuthError("reads need 'Authorization: Bearer <CORRELATOR_READ_TOKEN>'")
 
+    # The sources' options a post does not give, from the environment when the service
+    # started; the kinds and parameters it takes are the registry's when the app is made.
+    defaults = source_options or {}
+
     # Reads are guarded (and the schema says so) only when a read token is set.
     reads = [Depends(require_read)] if read_token is not None else []
     read_refusals = (401,) if read_token is not None else ()
 
-    @app.post(
-        "/v1/evidence",
-        dependencies=[Depends(require_write), Depends(check_query)],
-        responses=errors(400, 401, 408, 413),
-        openapi_extra={"requestBody": EVIDENCE_BODY},
-        response_model=dict[str, Any],
-    )
-    async def post_evidence(
-        request: Request,
-        source: Annotated[
-            str,
-            Query(
-                description=f"one of {', '.join(FILE_KINDS)}",
-                json_schema_extra={"enum": list(FILE_KINDS)},
-            ),
-        ],
-        tz: Annotated[
-            str | None,
-            Query(
-                description="With `source=nginx`: the time zone of the error log's times, which "
-                "carry none (`UTC`, `+01:00`, `Europe/Berlin`); default the service's "
-                f"{_environ.NGINX_TZ}, else UTC."
-            ),
-        ] = None,
-    ) -> Response:
+    async def post_evidence(request: Request, posted: Posted) -> Response:
         """Ingest an NDJSON (or native log) body; returns accepted/duplicate/rejected counts."""
-        if source not in FILE_KINDS:
-            raise QueryError(f"unknown source kind {source!r}; use one of {', '.join(FILE_KINDS)}")
-        nginx = zone(source, tz, nginx_zone)
+        source, texts = posted
+        options = sources.query_values(sources.SOURCES[source], texts, defaults.get(source, {}))
         declared = _declared_length(request)
         if declared is not None and declared > max_body_bytes:
             raise TooLargeError(f"request body is over {max_body_bytes} bytes; split the evidence")
@@ -621,7 +600,7 @@ def create_app(
 
         def ingest() -> IngestResult:
             try:
-                return ingest_lines(store, source, read_lines(body), "http", nginx_zone=nginx)
+                return ingest_lines(store, source, read_lines(body), "http", options=options)
             finally:
                 held["events"] = store.count()
 
@@ -629,6 +608,17 @@ def create_app(
         result = await anyio.to_thread.run_sync(ingest, limiter=writer)
         _log.info("evidence ingested", source=source, **result.as_dict())
         return _json(result.as_dict())
+
+    # The kinds and parameters are the registry's when the app is made: a real annotation,
+    # not the text FastAPI would look up among this module's names.
+    post_evidence.__annotations__["posted"] = Annotated[Posted, Depends(source_parameters())]
+    app.post(
+        "/v1/evidence",
+        dependencies=[Depends(require_write), Depends(check_query)],
+        responses=errors(400, 401, 408, 413),
+        openapi_extra={"requestBody": EVIDENCE_BODY},
+        response_model=dict[str, Any],
+    )(post_evidence)
 
     @app.get(
         "/v1/timeline",

@@ -6,6 +6,8 @@
     correlator [--db PATH] ingest --source nginx [--nginx-tz ZONE] PATH...
     correlator [--db PATH] ingest --source loki --query LOGQL --since 1h
     correlator [--db PATH] ingest --source workflow --dsn DSN [--table allocation_audit]
+
+(each source's options are its declaration's, in ``correlator.sources``)
     correlator [--db PATH] timeline --id KEY=VALUE [--json | --html FILE]
     correlator [--db PATH] graph --id KEY=VALUE
     correlator [--db PATH] findings [--json] [--threshold NAME=SECONDS]...
@@ -32,14 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 
 from correlator import _environ
-from correlator._arguments import (
-    DEFAULT_DEMO_DB,
-    database,
-    environ_zone,
-    nginx_zone,
-    owner_rules,
-    parser,
-)
+from correlator._arguments import DEFAULT_DEMO_DB, database, owner_rules, parser
 from correlator.errors import CorrelatorError, InputError, NotFoundError, QueryError, SourceError
 from correlator.store import IngestResult, Store
 
@@ -111,22 +106,22 @@ def _progress_factory(enabled: bool, console: Console | None = None) -> Any:
 
 
 def _ingest(args: argparse.Namespace, store: Store) -> int:
-    started = time.perf_counter()
-    if args.source == "loki":
-        result = _ingest_loki(args, store)
-    elif args.dsn:
-        from correlator.ingest import ingest_items
-        from correlator.sources import workflow
+    from correlator import sources
 
-        if args.source != "workflow":
-            raise QueryError("--dsn reads a PostgreSQL audit table: use it with --source workflow")
-        result = ingest_items(store, workflow.read_audit_table(args.dsn, table=args.table))
+    started = time.perf_counter()
+    declared = sources.source(args.source)
+    given = {option.flag: getattr(args, option.dest) for _, option in sources.options()}
+    values, reader_values = sources.flag_values(declared, given)
+    reader = declared.reader_for(reader_values)
+    if reader is not None:
+        from correlator.ingest import ingest_items
+
+        result = ingest_items(store, reader.read(**reader_values))
     else:
         from correlator.ingest import ingest_lines, ingest_paths, read_lines
 
         if not args.paths:
             raise QueryError("give the files to ingest (or - for standard input)")
-        zone = nginx_zone(args)
         paths = [Path(p) for p in args.paths if p != "-"]
         large = sum(p.stat().st_size for p in paths if p.exists()) > PROGRESS_MIN_BYTES
         progress = _progress_factory(sys.stderr.isatty() and large and not args.quiet)
@@ -137,26 +132,16 @@ def _ingest(args: argparse.Namespace, store: Store) -> int:
                 paths,
                 progress=progress,
                 workers=_workers(args.workers),
-                nginx_zone=zone,
+                options=values,
             )
         finally:
             if progress is not None:
                 progress.stop()
         if "-" in args.paths:
             stdin = read_lines(sys.stdin.buffer)
-            result.add(ingest_lines(store, args.source, stdin, "stdin", nginx_zone=zone))
+            result.add(ingest_lines(store, args.source, stdin, "stdin", options=values))
     print(_summary(result, time.perf_counter() - started), file=sys.stderr)
     return _ingest_verdict(args, store, result)
-
-
-#: What to set so that a kind's lines carry identifiers, for the warning on lines without any.
-_JOIN_ADVICE: Final = {
-    "nginx": 'log $request_id: the JSON log_format with "request_id":"$request_id", or '
-    "the combined format with ' \"$request_id\"' appended (README: nginx), and forward it "
-    "upstream (proxy_set_header X-Correlation-ID $request_id)",
-    "postgres": "append sqlcommenter comments to statements (agent_logging.sql_comment()) "
-    "and log them (log_statement, or log_min_duration_statement)",
-}
 
 
 def _ingest_verdict(args: argparse.Namespace, store: Store, result: IngestResult) -> int:
@@ -167,21 +152,24 @@ def _ingest_verdict(args: argparse.Namespace, store: Store, result: IngestResult
     if data["accepted"] == 0 and data["duplicate"] == 0 and data["rejected"] > 0:
         hint = ""
         if paths and Path(paths[0]).is_file():
-            from correlator.ingest import FILE_KINDS, read_lines
+            from correlator.ingest import read_lines
             from correlator.sources._guess import guess_kinds
 
             with Path(paths[0]).open("rb") as handle:
-                guesses = guess_kinds(read_lines(handle), list(FILE_KINDS))
+                guesses = guess_kinds(read_lines(handle))
             better = [kind for kind, _ in guesses if kind != args.source]
             if better:
                 hint = f"; the lines look like --source {better[0]}"
         print(f"correlator: no line was read as --source {args.source}{hint}", file=sys.stderr)
         return 1
     if data["accepted"] and paths:
+        from correlator.sources import SOURCES
+
         lonely = store.events_without_identifiers([str(p) for p in paths])
         if lonely:
-            advice = _JOIN_ADVICE.get(
-                args.source, "give each record one of the five identifiers (README: the record)"
+            advice = (
+                SOURCES[args.source].join_advice
+                or "give each record one of the five identifiers (README: the record)"
             )
             print(
                 f"correlator: WARNING: {lonely} of the {data['accepted']} lines accepted carry "
@@ -201,60 +189,6 @@ def _workers(requested: int | None) -> int:
     if requested < 1:
         raise QueryError(f"--workers must be 1 or more, not {requested}")
     return requested
-
-
-def _ingest_loki(args: argparse.Namespace, store: Store) -> IngestResult:
-    """Fetch ``--query`` from Loki over the window and store it.
-
-    Raises:
-        QueryError: a missing or contradictory setting, or one the Loki client refuses
-            (a URL that is not http(s), a CA bundle that cannot be loaded); the message names
-            it.
-        SourceError: Loki failed (raised while fetching; what came before is kept).
-    """
-    from agent_logging.errors import ConfigurationError
-    from agent_logging.loki import LokiClient
-    from correlator.ingest import ingest_items
-    from correlator.queries import parse_duration_s, parse_time_ns
-    from correlator.sources import loki
-
-    url = (
-        args.loki_url
-        or os.environ.get(_environ.LOKI_URL)
-        or os.environ.get("AGENT_LOGGING_LOKI_URL")
-    )
-    if not url:
-        raise QueryError(f"give --loki-url or set {_environ.LOKI_URL}")
-    if not args.query:
-        raise QueryError("--source loki needs --query LOGQL")
-    now = time.time_ns()
-    end = parse_time_ns(args.to) if args.to else now
-    if args.from_:
-        start = parse_time_ns(args.from_)
-    else:
-        start = end - int(parse_duration_s(args.since or "1h") * 1e9)
-    # An empty variable counts as unset: a blank line in an env file must not send an empty
-    # tenant or token.
-    username = args.username or os.environ.get(_environ.LOKI_USERNAME) or None
-    password = os.environ.get(_environ.LOKI_PASSWORD, "")
-    token = os.environ.get(_environ.LOKI_BEARER_TOKEN) or None
-    if username is not None and token is not None:
-        raise QueryError(
-            f"Loki takes basic auth (--username or {_environ.LOKI_USERNAME}) or a bearer "
-            f"token ({_environ.LOKI_BEARER_TOKEN}), not both"
-        )
-    try:
-        client = LokiClient(
-            url,
-            tenant=args.tenant or os.environ.get(_environ.LOKI_TENANT) or None,
-            basic_auth=(username, password) if username is not None else None,
-            bearer_token=token,
-            ca_bundle=args.ca_bundle or os.environ.get(_environ.LOKI_CA_BUNDLE) or None,
-        )
-    except ConfigurationError as exc:  # agent_logging's error, in the CLI's terms
-        raise QueryError(str(exc)) from exc
-    with client:
-        return ingest_items(store, loki.fetch(client, args.query, start_ns=start, end_ns=end))
 
 
 def _timeline(args: argparse.Namespace, store: Store) -> int:
@@ -332,6 +266,7 @@ def _latency(args: argparse.Namespace, store: Store) -> int:
 
 def _serve(args: argparse.Namespace, store: Store) -> int:
     import agent_logging
+    from correlator import sources
     from correlator._server import serve
     from correlator.api import (
         DEFAULT_BODY_TIMEOUT_S,
@@ -355,7 +290,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     max_connections = _env_number(_environ.MAX_CONNECTIONS, int, 512, least=1)
     interval_s = _env_number(_environ.FINDINGS_INTERVAL_S, float, 300.0, least=0.0)
     findings_config(os.environ)
-    zone = environ_zone()
+    source_options = sources.environ_values()
     rules = owner_rules(args)
     # The Host header must name the service: its address (answered on every connection to
     # it), the name given as --host, or one the operator lists (correlator.api.HostCheck).
@@ -372,7 +307,7 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
         read_threads=read_threads,
         cache_bytes=int(cache_mb * 2**20),
         allowed_hosts=[name.strip() for name in allowed if name.strip()],
-        nginx_zone=zone,
+        source_options=source_options,
         owner_rules=rules,
     )
     if interval_s > 0:

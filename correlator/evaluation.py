@@ -37,8 +37,9 @@ from typing import Any, Final
 from agent_logging.owner import DEFAULT_RULES, OwnerRule
 from correlator import incident
 from correlator.errors import CorrelatorError, InputError, NotFoundError
-from correlator.ingest import FILE_KINDS, ingest_paths
+from correlator.ingest import ingest_paths
 from correlator.model import OWNER_LAYERS
+from correlator.sources import file_kinds
 from correlator.store import Store
 
 __all__ = ["CaseResult", "Report", "Truth", "evaluate", "find_cases", "read_truth", "run_case"]
@@ -173,11 +174,12 @@ def read_truth(path: Path) -> Truth:
     if not isinstance(excluded, list):
         raise InputError(f"{path}: excluded must be a list of KEY=VALUE strings")
     sources = data.get("sources", {})
+    kinds = file_kinds()
     if not isinstance(sources, dict) or not all(
-        isinstance(k, str) and v in FILE_KINDS for k, v in sources.items()
+        isinstance(k, str) and v in kinds for k, v in sources.items()
     ):
         raise InputError(
-            f"{path}: sources must map file names to a kind: {', '.join(sorted(FILE_KINDS))}"
+            f"{path}: sources must map file names to a kind: {', '.join(sorted(kinds))}"
         )
     return Truth(
         seed=_pair(data["seed"], f"{path}: seed"),
@@ -215,10 +217,11 @@ def _kind(path: Path, truth: Truth) -> str:
         return truth.sources[path.name]
     match = _KIND_PREFIX.match(path.name)
     kind = match.group(1) if match else ""
-    if kind not in FILE_KINDS:
+    kinds = file_kinds()
+    if kind not in kinds:
         raise InputError(
             f"{path}: cannot tell its source kind from its name; name it after one "
-            f"({', '.join(sorted(FILE_KINDS))}) or give it in truth.json's 'sources'"
+            f"({', '.join(sorted(kinds))}) or give it in truth.json's 'sources'"
         )
     return kind
 

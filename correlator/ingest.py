@@ -9,21 +9,21 @@ one, even a file without a newline, is cut there and rejected, and reading resum
 end: :func:`read_lines`), and a batch ends at :data:`BATCH_EVENTS` lines, events and rejects
 alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular files (a FIFO,
 a directory, a device) are refused before anything is read.
-NDJSON takes the adapter's columnar fast path when it has one (no Event objects at all); on
-request, large files of those kinds are parsed by worker processes while the main process
-stores what they return (``_parse_workers``: the parser is pure Python and the slower half of
-an NDJSON ingest).
+A source's parser, its options and what follows a commit are its declaration's
+(``correlator.sources``): a source with a columnar parser (NDJSON) takes that path (no Event
+objects at all), and on request large files of those kinds are parsed by worker processes
+while the main process stores what they return (``_parse_workers``: the parser is pure Python
+and the slower half of an NDJSON ingest); a source with an ``after_commit`` (nginx's linking)
+has it called with the time each input covers once that input is committed.
 """
 
 from __future__ import annotations
 
 import gzip
-import importlib
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from datetime import tzinfo
 from functools import partial
 from pathlib import Path
 from typing import IO, Any, Final, cast
@@ -40,31 +40,19 @@ from correlator._parse_workers import (
 )
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
-from correlator.model import MAX_LINE_BYTES, SOURCE_KINDS, Event, Reject
-from correlator.sources import Parser
+from correlator.model import MAX_LINE_BYTES, Event, Reject
+from correlator.sources import Parser, Source, source
 from correlator.sources._lines import UTF8_BOM, without_bom
 from correlator.store import IngestResult, Store
 
 __all__ = [
-    "FILE_KINDS",
     "ingest_items",
     "ingest_lines",
     "ingest_paths",
     "parse_pool",
-    "parser_for",
     "read_lines",
 ]
 
-#: Kinds read from files or request bodies, and the module that parses each.
-FILE_KINDS: Final = {
-    "ndjson": "correlator.sources.ndjson",
-    "agent": "correlator.sources.ndjson",
-    "nginx": "correlator.sources.nginx",
-    "postgres": "correlator.sources.postgres",
-    "workflow": "correlator.sources.workflow",
-    "k8s": "correlator.sources.k8s",
-    "aap": "correlator.sources.aap",
-}
 BATCH_EVENTS: Final = 50_000
 #: Parsed batches are inserted this many events at a time: each insert joins its hashes
 #: against every stored one (~0.2 s per insert at 10^7 stored events).
@@ -86,17 +74,17 @@ SKIP_BYTES: Final = 1024 * 1024
 Progress = Callable[[int], None]
 
 
-def _module(kind: str) -> Any:
-    if kind not in FILE_KINDS:
-        known = ", ".join(k for k in SOURCE_KINDS if k in FILE_KINDS)
-        raise QueryError(f"unknown source kind {kind!r}; use one of {known} (or loki)")
-    return importlib.import_module(FILE_KINDS[kind])
+def _line_source(kind: str) -> tuple[Source, Parser]:
+    """The source of a kind read from lines (files, standard input, request bodies), and its
+    parser.
 
-
-def parser_for(kind: str) -> Parser:
-    """The ``parse(lines, origin)`` function of a source kind."""
-    parse: Parser = _module(kind).parse
-    return parse
+    Raises:
+        QueryError: no source is of that kind, or that source reads no lines (``loki``).
+    """
+    declared = source(kind)
+    if declared.parse is None:
+        raise QueryError(f"source kind {kind!r} reads no lines ({declared.looks_like})")
+    return declared, declared.parse
 
 
 def read_lines(handle: IO[bytes], progress: Progress | None = None) -> Iterator[bytes]:
@@ -299,9 +287,9 @@ def ingest_lines(
     *,
     batch_events: int = BATCH_EVENTS,
     pool: Executor | None = None,
-    nginx_zone: tzinfo | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> IngestResult:
-    """Parse lines with the adapter of ``kind`` and store what it yields, batch by batch.
+    """Parse lines with the parser of ``kind`` and store what it yields, batch by batch.
 
     The whole input is one transaction (:meth:`Store.bulk`): the fastest way into a DuckDB
     file, and an input that fails half-way (lines that raise, an insert that fails) leaves
@@ -312,26 +300,28 @@ def ingest_lines(
     Args:
         pool: worker processes (:func:`parse_pool`) to parse batches in, for kinds with a
             columnar parser; the results are stored in input order, as without them.
-        nginx_zone: the time zone of nginx error-log times (``sources._time.parse_zone``;
-            None: UTC); only the nginx parser reads it, other kinds ignore it.
+        options: the values of the source's options by name (nginx's ``zone``:
+            ``sources.flag_values``, ``sources.query_values``); those not given take the
+            parser's defaults.
+
+    Raises:
+        QueryError: ``kind`` is no source read from lines.
     """
-    module = _module(kind)
-    if getattr(module, "parse_columns", None) is not None:
+    declared, parse = _line_source(kind)
+    values = dict(options or {})
+    if declared.columns is not None:
+        columns = partial(declared.columns, **values) if values else declared.columns
         with store.bulk():
-            return _store_batches(
-                store, parsed_batches(module.__name__, kind, lines, origin, batch_events, pool)
-            )
-    parse = getattr(module, f"parse_{kind}", module.parse)
-    # The error log is the one format whose times carry no zone.
-    items = parse(lines, origin, zone=nginx_zone) if kind == "nginx" else parse(lines, origin)
+            return _store_batches(store, parsed_batches(columns, lines, origin, batch_events, pool))
+    items = parse(lines, origin, **values)
     span = _Span()
-    if kind == "nginx":
+    if declared.after_commit is not None:
         items = span.watch(items)
     with store.bulk():
         result = ingest_items(store, items, batch_events=batch_events)
-    if span.start_ns is not None and span.end_ns is not None:
+    if declared.after_commit is not None and span.start_ns is not None and span.end_ns is not None:
         # After the commit: it reads what was stored, from other cursors.
-        link_nginx(store, from_ns=span.start_ns, to_ns=span.end_ns)
+        declared.after_commit(store, span.start_ns, span.end_ns)
     return result
 
 
@@ -370,46 +360,6 @@ class _Span:
                 if self.end_ns is None or item.ts_ns > self.end_ns:
                     self.end_ns = item.ts_ns
             yield item
-
-
-def link_nginx(store: Store, *, from_ns: int, to_ns: int) -> int:
-    """Link nginx error lines to the access line of the same request, across files and
-    batches (an error log and an access log are separate files, ingested in either order).
-
-    Only what a batch covering ``[from_ns, to_ns]`` can take part in is read: unlinked errors
-    up to the linker's tolerance (``sources.nginx.LINK_GAP_S``) outside it, and the access
-    lines those errors could link to.
-    Whatever lies further away was linked, or found unlinkable, when it was ingested; reading
-    it again would make every ingest cost time in proportion to the whole nginx history.
-
-    Args:
-        store: the store the batch went into (committed).
-        from_ns: the earliest request start of the batch's events (an access line's time
-            less its duration).
-        to_ns: the latest time of the batch's events.
-
-    Returns:
-        How many error events gained a link.
-    """
-    from correlator.sources.nginx import LINK_GAP_S, link_errors_to_access
-
-    gap_ns = round(LINK_GAP_S * 1_000_000_000)
-    # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
-    errors = store.nginx_events(
-        unlinked_errors=True, from_ns=from_ns - gap_ns, to_ns=to_ns + gap_ns + 1
-    )
-    if not errors:
-        return 0
-    # Every access line the linker could choose for one of these errors, and no other: one
-    # whose request, widened by the tolerance, holds an error's time.
-    access = store.nginx_events(
-        unlinked_errors=False,
-        from_ns=errors[0].ts_ns - gap_ns,
-        to_ns=errors[-1].ts_ns + gap_ns + 1,
-    )
-    linked = link_errors_to_access([*errors, *access])
-    gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]
-    return store.set_links(gained)
 
 
 def ingest_items(
@@ -465,7 +415,7 @@ def ingest_paths(
     *,
     progress: Callable[[Path, int], Progress] | None = None,
     workers: int = 1,
-    nginx_zone: tzinfo | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> IngestResult:
     """Ingest files (``-`` is not a path here: the CLI passes stdin itself).
 
@@ -484,32 +434,34 @@ def ingest_paths(
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
         workers: parse the files in this many worker processes (when they are large enough).
-        nginx_zone: the time zone of nginx error-log times, as in :func:`ingest_lines`
-            (nginx has no columnar parser: its files are parsed in this process, whatever
-            ``workers``).
+        options: the values of the source's options by name, as in :func:`ingest_lines`
+            (passed to worker processes too: they must be picklable).
 
     Raises:
         InputError: a path is not a regular file (a FIFO, a directory, a device: before any
             file is read), or a file cannot be opened (the files before it are stored).
     """
-    module = _module(kind)  # an unknown kind fails before any file is opened
+    declared, _ = _line_source(kind)  # an unknown kind fails before any file is opened
     for path in paths:  # and so does a FIFO, a directory or a device among the paths
         _refuse_irregular(path)
-    columnar = getattr(module, "parse_columns", None) is not None and workers > 1
+    values = dict(options or {})
+    columns = declared.columns
     sizes = [_size(path) for path in paths]
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
     result = IngestResult()
-    if columnar and sum(sizes) >= PARALLEL_MIN_BYTES:
+    if columns is not None and workers > 1 and sum(sizes) >= PARALLEL_MIN_BYTES:
+        if values:
+            columns = partial(columns, **values)
         with parse_pool(workers) as pool:
-            stream = parsed_inputs(module.__name__, kind, inputs, BATCH_EVENTS, pool)
+            stream = parsed_inputs(columns, inputs, BATCH_EVENTS, pool)
             for index in range(len(paths)):
                 with store.bulk():
                     result.add(_store_batches(store, until_input_end(stream)))
                 result.add(store.insert_rejects(damages[index]))
     else:
         for index, (origin, lines) in enumerate(inputs):
-            result.add(ingest_lines(store, kind, lines, origin, nginx_zone=nginx_zone))
+            result.add(ingest_lines(store, kind, lines, origin, options=values))
             result.add(store.insert_rejects(damages[index]))
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one

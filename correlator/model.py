@@ -23,7 +23,6 @@ __all__ = [
     "LEVELS",
     "MAX_LINE_BYTES",
     "OWNER_LAYERS",
-    "SOURCE_KINDS",
     "Event",
     "Reject",
     "content_hash",
@@ -37,8 +36,6 @@ IDENTIFIER_KEYS: Final = schema.IDENTIFIER_KEYS
 LAYERS: Final = schema.EVIDENCE_LAYERS
 OWNER_LAYERS: Final = schema.OWNER_LAYERS
 LEVELS: Final = schema.LEVELS
-
-SOURCE_KINDS: Final = ("ndjson", "agent", "nginx", "postgres", "workflow", "k8s", "aap", "loki")
 
 #: Lines longer than this are rejected as oversized (Loki's own line limit is 256 KB).
 MAX_LINE_BYTES: Final = 1024 * 1024
@@ -54,7 +51,7 @@ class Event:
     Attributes:
         ts_ns: when it happened, nanoseconds since the UNIX epoch, UTC, as the source said.
         layer: one of :data:`LAYERS`.
-        source: the adapter kind that read it (one of :data:`SOURCE_KINDS`).
+        source: the adapter kind that read it (one of ``correlator.sources.SOURCES``).
         origin: where it came from: a file path, a Loki query, ``http``.
         service: the emitting service, when known.
         level: one of :data:`LEVELS`.

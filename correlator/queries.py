@@ -7,7 +7,6 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Final
 
 from correlator import _environ
@@ -32,7 +31,6 @@ __all__ = [
     "number_setting",
     "parse_duration_s",
     "parse_time_ns",
-    "zone_setting",
 ]
 
 # Prometheus duration syntax (common/model.ParseDuration), which Loki's APIs and logcli's
@@ -177,24 +175,6 @@ def findings_config(
         for label, name, value in given
     }
     return FindingsConfig(**values)
-
-
-def zone_setting(name: str, text: str) -> tzinfo:
-    """A time zone an operator gives (``--nginx-tz``, ``CORRELATOR_NGINX_TZ``, ``?tz=``).
-
-    Args:
-        name: what the message names (the option, the variable or the parameter).
-        text: as ``sources._time.parse_zone`` reads it: ``UTC``, ``+01:00``, ``Europe/Berlin``.
-
-    Raises:
-        QueryError: the text names no zone; the message names ``name`` and the text.
-    """
-    from correlator.sources._time import parse_zone
-
-    try:
-        return parse_zone(text)
-    except ValueError as exc:
-        raise QueryError(f"{name}: {exc}") from exc
 
 
 def number_setting(name: str, value: str | float, *, least: float, whole: bool = False) -> float:

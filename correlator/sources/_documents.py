@@ -21,7 +21,9 @@ so far are let go, and reading resumes as after invalid JSON:
 
 After a document that is not valid JSON, too large or nested too deep, reading resumes at the
 next line that starts with ``{`` or ``[`` in its first column (where a top-level document
-starts, whether pretty-printed by kubectl or one per line), so later documents are kept.
+starts, whether pretty-printed by kubectl or one per line), so later documents are kept; that
+line may be the one at which the refused document went past a limit (a broken document that
+never closed, followed by a good one), which is then read again as a document's start.
 """
 
 from __future__ import annotations
@@ -98,7 +100,15 @@ def iter_documents(
     bad: list[int] = []  # rejected lines among them, by number
     first = size = depth = 0
     skipping = False  # past a refused document, up to the next line that starts one
-    for line_no, line in enumerate(lines, 1):
+    numbered = enumerate(lines, 1)
+    again: tuple[int, bytes] | None = None  # a line to read once more, as a document's start
+    while True:
+        if again is not None:
+            (line_no, line), again = again, None
+        elif (taken := next(numbered, None)) is not None:
+            line_no, line = taken
+        else:
+            break
         data = bytes(line)
         if data[-1:] == b"\r":
             data = data[:-1]
@@ -157,7 +167,12 @@ def iter_documents(
                 f"the limit is {limit}"
             )
             yield Reject(source, origin, first, reason, texts[0][:200])
-            texts, bad, size, depth, skipping = [], [], 0, 0, True
+            # The line that went past the limit may be the next document's first (the refused
+            # one never closed): read it again as one, else skip to the next line that is.
+            restart = line_no != first and data[:1] in (b"{", b"[")
+            texts, bad, size, depth, skipping = [], [], 0, 0, not restart
+            if restart:
+                again = (line_no, line)
         elif depth <= 0:  # closed (or closed more than it opened: the decoder says so)
             yield from _documents(texts, first, bad, source, origin)
             texts, bad, size, depth = [], [], 0, 0

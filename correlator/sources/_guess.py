@@ -1,17 +1,18 @@
-"""Which source kind some lines look like: each file adapter tried on a sample.
+"""Which source kind some lines look like: each guessed source's parser tried on a sample.
 
 Used to answer a fully rejected ingest ("rejected 3: line is not valid JSON") with the kind
 that would have read the lines (``--source nginx``), rather than a guess from a pattern of our
-own: the adapters themselves are the definition of what each kind looks like.
+own: the parsers themselves are the definition of what each kind looks like.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Final
 
 from correlator.model import Event
+from correlator.sources import SOURCES
 
 __all__ = ["SAMPLE_LINES", "guess_kinds"]
 
@@ -19,30 +20,25 @@ __all__ = ["SAMPLE_LINES", "guess_kinds"]
 SAMPLE_LINES: Final = 50
 
 
-def guess_kinds(lines: Iterable[bytes], kinds: Sequence[str]) -> list[tuple[str, int]]:
+def guess_kinds(lines: Iterable[bytes]) -> list[tuple[str, int]]:
     """The kinds that read some of ``lines``, most lines first.
 
     Args:
         lines: the start of a file (the first :data:`SAMPLE_LINES` are tried).
-        kinds: the kinds to try (``ingest.FILE_KINDS``).
 
     Returns:
-        ``(kind, events read)`` for each kind that read at least one line, best first;
-        ``agent`` is left out where ``ndjson`` reads the same (one parser).
+        ``(kind, events read)`` for each source of the registry with a parser that read at
+        least one line, best first, in the registry's order among equals; sources declared
+        ``guessed=False`` are left out (``agent``: ``ndjson`` reads the same).
     """
-    from correlator.ingest import FILE_KINDS, parser_for
-
     sample = list(itertools.islice(lines, SAMPLE_LINES))
     found = []
-    seen_modules = set()
-    for kind in kinds:
-        module = FILE_KINDS.get(kind)
-        if module is None or module in seen_modules:
+    for kind, declared in SOURCES.items():
+        if declared.parse is None or not declared.guessed:
             continue
-        seen_modules.add(module)
         try:
-            read = sum(isinstance(item, Event) for item in parser_for(kind)(sample, "sample"))
-        except Exception:  # noqa: BLE001 - a guess: an adapter that cannot read it is no match
+            read = sum(isinstance(item, Event) for item in declared.parse(sample, "sample"))
+        except Exception:  # noqa: BLE001 - a guess: a parser that cannot read it is no match
             read = 0
         if read:
             found.append((kind, read))

@@ -47,9 +47,10 @@ from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
 from correlator.sources._documents import item_excerpt, iter_documents
 from correlator.sources._fields import take_id
 from correlator.sources._record import MAX_DEPTH
+from correlator.sources._source import Source
 from correlator.sources._time import parse_rfc3339_ns
 
-__all__ = ["AAP_JOB_TYPES", "parse"]
+__all__ = ["AAP", "AAP_JOB_TYPES", "parse"]
 
 _SOURCE: Final = "aap"
 
@@ -282,3 +283,10 @@ def _identifiers(obj: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
     if rejected:
         attrs["rejected_ids"] = rejected
     return ids
+
+
+AAP: Final = Source(
+    _SOURCE,
+    "AAP/AWX/EDA job objects from the controller's API (GET /api/v2/jobs/), one per line or a page",
+    parse=parse,
+)

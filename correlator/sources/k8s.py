@@ -41,9 +41,10 @@ from correlator.model import IDENTIFIER_KEYS, Event, Reject, content_hash
 from correlator.sources._documents import item_excerpt, iter_documents
 from correlator.sources._fields import take_id
 from correlator.sources._record import MAX_DEPTH
+from correlator.sources._source import Source
 from correlator.sources._time import parse_rfc3339_ns
 
-__all__ = ["parse"]
+__all__ = ["K8S", "parse"]
 
 _SOURCE: Final = "k8s"
 _DELETING: Final = "Deleting"
@@ -312,3 +313,11 @@ def _canonical(obj: dict[str, Any]) -> bytes:
 def _has_last_applied(metadata: dict[str, Any]) -> bool:
     annotations = metadata.get("annotations")
     return isinstance(annotations, dict) and _LAST_APPLIED in annotations
+
+
+K8S: Final = Source(
+    _SOURCE,
+    "custom resources as `kubectl get -o json` prints them (a List, one object, or "
+    "`--watch -o json` lines)",
+    parse=parse,
+)

@@ -24,24 +24,32 @@ de-duplicates within one shard only, so a resent entry can be stored in two shar
 yields the same timestamp and line in two shards of one stream once, and it is one event.
 Pages are sized to about 1 MiB of answer from the entries seen (``loki._client.PAGE_BYTES``):
 ``page_limit`` caps them, since Loki cannot send an answer over gRPC's 4 MiB.
+
+:data:`LOKI` declares the source: no file, a reader (:func:`read_query`) and its options,
+``ingest --source loki --query LOGQL --since 1h --loki-url URL``.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 import orjson
 
+from agent_logging.errors import ConfigurationError
 from agent_logging.loki import DEFAULT_QUERY_LIMIT, LokiClient, LokiQueryError
 from agent_logging.schema import CONTEXT_KEYS, LAYER_LABEL, METADATA_KEYS, SERVICE_LABEL
+from correlator import _environ
 from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
 from correlator.sources._fields import normalise_level, take_id
 from correlator.sources._lines import hasher
 from correlator.sources._record import record_row
+from correlator.sources._source import Option, Reader, Source
 
-__all__ = ["MAX_PAGE_LIMIT", "fetch"]
+__all__ = ["LOKI", "MAX_PAGE_LIMIT", "fetch", "read_query"]
 
 _SOURCE: Final = "loki"
 
@@ -201,3 +209,143 @@ def _entry_event(
         trace_id=ids["trace_id"],
         span_id=ids["span_id"],
     )
+
+
+def read_query(
+    *,
+    url: str | None,
+    query: str | None,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    tenant: str | None,
+    username: str | None,
+    ca_bundle: str | None,
+) -> Iterator[Event | Reject]:
+    """``ingest --source loki``: ``query`` over the window, from the Loki at ``url``.
+
+    The password is only read from ``CORRELATOR_LOKI_PASSWORD`` and a bearer token from
+    ``CORRELATOR_LOKI_BEARER_TOKEN``, never from an option (a command line is visible to every
+    user of the machine).
+
+    Args:
+        url: Loki's base URL.
+        query: the LogQL log query.
+        since: how far back from ``end`` the window starts (default 1h), unless ``start``.
+        start: the window's start (``queries.parse_time_ns``), else ``end`` less ``since``.
+        end: the window's end, default now.
+        tenant: ``X-Scope-OrgID`` of a multi-tenant Loki.
+        username: the user of basic auth.
+        ca_bundle: CA certificates for Loki's TLS.
+
+    Returns:
+        The entries as events and rejects; the client is closed once they are read.
+
+    Raises:
+        QueryError: a missing or contradictory setting, or one the Loki client refuses (a
+            URL that is not http(s), a CA bundle that cannot be loaded); the message names it.
+        SourceError: Loki failed (raised while fetching; what came before is kept).
+    """
+    # Here, not at the top: the sources are imported by parse workers, which need no store.
+    from correlator.queries import parse_duration_s, parse_time_ns
+
+    if not url:
+        raise QueryError(f"give --loki-url or set {_environ.LOKI_URL}")
+    if not query:
+        raise QueryError("--source loki needs --query LOGQL")
+    end_ns = parse_time_ns(end) if end else time.time_ns()
+    if start:
+        start_ns = parse_time_ns(start)
+    else:
+        start_ns = end_ns - int(parse_duration_s(since or "1h") * 1e9)
+    # An empty variable counts as unset: a blank line in an env file must not send an empty
+    # password or token.
+    password = os.environ.get(_environ.LOKI_PASSWORD, "")
+    token = os.environ.get(_environ.LOKI_BEARER_TOKEN) or None
+    if username is not None and token is not None:
+        raise QueryError(
+            f"Loki takes basic auth (--username or {_environ.LOKI_USERNAME}) or a bearer "
+            f"token ({_environ.LOKI_BEARER_TOKEN}), not both"
+        )
+    try:
+        client = LokiClient(
+            url,
+            tenant=tenant,
+            basic_auth=(username, password) if username is not None else None,
+            bearer_token=token,
+            ca_bundle=ca_bundle,
+        )
+    except ConfigurationError as exc:  # agent_logging's error, in the correlator's terms
+        raise QueryError(str(exc)) from exc
+    return _closing(client, query, start_ns, end_ns)
+
+
+def _closing(
+    client: LokiClient, query: str, start_ns: int, end_ns: int
+) -> Iterator[Event | Reject]:
+    with client:
+        yield from fetch(client, query, start_ns=start_ns, end_ns=end_ns)
+
+
+_TIMES: Final = "RFC 3339, nanoseconds since 1970, or now-1h"
+
+LOKI: Final = Source(
+    _SOURCE,
+    "no file: --query LOGQL --since 1h --loki-url URL asks a Loki for records",
+    reader=Reader(
+        read_query,
+        (
+            Option("query", "--query", "LogQL (with --source loki)", "is a LogQL query of Loki"),
+            Option(
+                "since",
+                "--since",
+                "how far back from --to (with --source loki), e.g. 1h (default 1h)",
+                "is the window of a Loki query",
+            ),
+            Option(
+                "start",
+                "--from",
+                f"window start: {_TIMES}",
+                "is the window of a Loki query",
+                metavar="TIME",
+            ),
+            Option(
+                "end",
+                "--to",
+                f"window end (default: now): {_TIMES}",
+                "is the window of a Loki query",
+                metavar="TIME",
+            ),
+            Option(
+                "url",
+                "--loki-url",
+                f"Loki's base URL (default ${_environ.LOKI_URL})",
+                "is the URL of a Loki",
+                environ=(_environ.LOKI_URL, "AGENT_LOGGING_LOKI_URL"),
+            ),
+            Option(
+                "tenant",
+                "--tenant",
+                f"X-Scope-OrgID of a multi-tenant Loki (default ${_environ.LOKI_TENANT})",
+                "is the tenant of a Loki",
+                environ=(_environ.LOKI_TENANT,),
+            ),
+            Option(
+                "username",
+                "--username",
+                f"basic auth user (default ${_environ.LOKI_USERNAME}); the password only from "
+                f"${_environ.LOKI_PASSWORD}, a bearer token from ${_environ.LOKI_BEARER_TOKEN}",
+                "is the user of a Loki",
+                environ=(_environ.LOKI_USERNAME,),
+            ),
+            Option(
+                "ca_bundle",
+                "--ca-bundle",
+                f"CA certificates for Loki's TLS (default ${_environ.LOKI_CA_BUNDLE})",
+                "verifies a Loki's TLS",
+                metavar="FILE",
+                environ=(_environ.LOKI_CA_BUNDLE,),
+            ),
+        ),
+    ),
+)

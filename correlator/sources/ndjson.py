@@ -25,6 +25,7 @@ normalisation from ``_fields``: the other adapters share them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 from itertools import islice
 from typing import Any, Final
 
@@ -33,8 +34,9 @@ import orjson
 from correlator.model import EVENT_COLUMNS, MAX_LINE_BYTES, Event, Reject
 from correlator.sources._lines import excerpt, hasher, unreadable
 from correlator.sources._record import JSON_TYPES, Row, record_row_positional
+from correlator.sources._source import Source
 
-__all__ = ["parse", "parse_agent", "parse_columns"]
+__all__ = ["AGENT", "NDJSON", "parse", "parse_agent", "parse_columns"]
 
 _CHUNK_ROWS: Final = 1024
 
@@ -183,3 +185,21 @@ def parse_columns(
             for extend, values in zip(extends, zip(*rows, strict=True), strict=True):
                 extend(values)
     return dict(zip(EVENT_COLUMNS, columns, strict=True)), rejects
+
+
+AGENT: Final = Source(
+    "agent",
+    'JSON lines written by agent_logging: {"ts":"2026-11-22T13:11:19.123456789Z",'
+    '"level":"info","event":"task claimed","service":"node-agent","layer":"node",'
+    '"node_id":"n-17",...}',
+    parse=parse_agent,
+    columns=partial(parse_columns, source="agent"),
+    guessed=False,  # ndjson reads the same lines: the guess names the general kind
+)
+NDJSON: Final = Source(
+    "ndjson",
+    "JSON lines in the same record schema (ts, level, event, service, layer, the five "
+    "identifiers, error={type,message,chain}) from any program; one parser with agent",
+    parse=parse,
+    columns=parse_columns,
+)

@@ -9,6 +9,8 @@ following lines until the quote closes (a line that starts a record of any forma
 The formats: ``_nginx_access`` (the access log's JSON and ``combined`` forms),
 ``_nginx_request`` (what an access line says about its request: fields, identifiers) and
 ``_nginx_error`` (the error log, and :func:`link_errors_to_access`, re-exported here).
+:data:`NGINX` declares the source: its zone option (error-log times carry none) and the
+linking of error lines to access lines once an input is committed (:func:`link_stored`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, timedelta, timezone, tzinfo
+from typing import TYPE_CHECKING, Final
 
+from correlator import _environ
+from correlator.errors import QueryError
 from correlator.model import MAX_LINE_BYTES, Event, Reject
 from correlator.sources._lines import excerpt, unreadable
 from correlator.sources._nginx_access import (
@@ -34,8 +39,13 @@ from correlator.sources._nginx_error import (
     link_errors_to_access,
 )
 from correlator.sources._nginx_request import SOURCE, reject
+from correlator.sources._source import Option, Source
+from correlator.sources._time import parse_zone
 
-__all__ = ["LINK_GAP_S", "link_errors_to_access", "parse"]
+if TYPE_CHECKING:
+    from correlator.store import Store
+
+__all__ = ["LINK_GAP_S", "NGINX", "link_errors_to_access", "link_stored", "parse", "read_zone"]
 
 
 def parse(
@@ -136,3 +146,87 @@ def _continues(pending: PendingRecord, raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def read_zone(where: str, text: str) -> tzinfo:
+    """The zone an operator names for error-log times (``--nginx-tz``,
+    ``CORRELATOR_NGINX_TZ``, ``?tz=``).
+
+    Args:
+        where: what the message names (the option, the variable or the parameter).
+        text: as ``_time.parse_zone`` reads it: ``UTC``, ``+01:00``, ``Europe/Berlin``.
+
+    Raises:
+        QueryError: the text names no zone; the message names ``where`` and the text.
+    """
+    try:
+        return parse_zone(text)
+    except ValueError as exc:
+        raise QueryError(f"{where}: {exc}") from exc
+
+
+def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
+    """Link stored nginx error lines to the access line of the same request, across files and
+    batches (an error log and an access log are separate files, ingested in either order).
+
+    Only what an input covering ``[from_ns, to_ns]`` can take part in is read: unlinked errors
+    up to the linker's tolerance (:data:`LINK_GAP_S`) outside it, and the access lines those
+    errors could link to. Whatever lies further away was linked, or found unlinkable, when it
+    was ingested; reading it again would make every ingest cost time in proportion to the
+    whole nginx history.
+
+    Args:
+        store: the store the input went into (committed: this reads it from other cursors).
+        from_ns: the earliest request start of the input's events (an access line's time
+            less its duration).
+        to_ns: the latest time of the input's events.
+
+    Returns:
+        How many error events gained a link.
+    """
+    gap_ns = round(LINK_GAP_S * 1_000_000_000)
+    # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
+    errors = store.nginx_events(
+        unlinked_errors=True, from_ns=from_ns - gap_ns, to_ns=to_ns + gap_ns + 1
+    )
+    if not errors:
+        return 0
+    # Every access line the linker could choose for one of these errors, and no other: one
+    # whose request, widened by the tolerance, holds an error's time.
+    access = store.nginx_events(
+        unlinked_errors=False,
+        from_ns=errors[0].ts_ns - gap_ns,
+        to_ns=errors[-1].ts_ns + gap_ns + 1,
+    )
+    linked = link_errors_to_access([*errors, *access])
+    gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]
+    return store.set_links(gained)
+
+
+NGINX: Final = Source(
+    SOURCE,
+    "access logs (a JSON log_format, or combined with ' \"$request_id\"' appended) and "
+    "error logs, told apart line by line (--nginx-tz for error-log times)",
+    parse=parse,
+    options=(
+        Option(
+            "zone",
+            "--nginx-tz",
+            "time zone of nginx error-log times, which carry none (with --source nginx): UTC, "
+            "+01:00, or an IANA name such as Europe/Berlin (default "
+            f"${_environ.NGINX_TZ} or UTC)",
+            what="is the zone of nginx error logs",
+            metavar="ZONE",
+            query="tz",
+            query_help="With `source=nginx`: the time zone of the error log's times, which "
+            "carry none (`UTC`, `+01:00`, `Europe/Berlin`); default the service's "
+            f"{_environ.NGINX_TZ}, else UTC.",
+            environ=(_environ.NGINX_TZ,),
+            read=read_zone,
+        ),
+    ),
+    after_commit=link_stored,
+    join_advice='log $request_id: the JSON log_format with "request_id":"$request_id", or '
+    "the combined format with ' \"$request_id\"' appended (README: nginx), and forward it "
+    "upstream (proxy_set_header X-Correlation-ID $request_id)",
+)

@@ -30,10 +30,11 @@ import orjson
 
 from correlator.model import MAX_LINE_BYTES, Event, Reject, content_hash
 from correlator.sources._lines import excerpt, line_reject, unreadable
+from correlator.sources._source import Source
 from correlator.sources._sqlcommenter import identifiers
 from correlator.sources._time import parse_postgres_ns
 
-__all__ = ["CSV_COLUMNS", "parse"]
+__all__ = ["CSV_COLUMNS", "POSTGRES", "parse"]
 
 _SOURCE: Final = "postgres"
 _MAX_ATTR_CHARS: Final = 2048
@@ -353,3 +354,13 @@ def _summary(
             name = _SQLSTATE_NAMES.get(sqlstate)
             text = f"{severity} {sqlstate}{f' ({name})' if name else ''}: {text}"
     return _clip(text)
+
+
+POSTGRES: Final = Source(
+    _SOURCE,
+    "PostgreSQL csvlog or jsonlog, told apart by content; sqlcommenter comments "
+    "(/*allocation_id='a-9'*/) in statements join them",
+    parse=parse,
+    join_advice="append sqlcommenter comments to statements (agent_logging.sql_comment()) "
+    "and log them (log_statement, or log_min_duration_statement)",
+)

@@ -24,7 +24,8 @@ entity's id is its ``allocation_id`` when the line names none (``workflow`` → 
 ``node`` → ``node_id`` likewise).
 
 :func:`read_audit_table` reads the same transitions from a PostgreSQL audit table (see
-:data:`AUDIT_COLUMNS` for the expected columns).
+:data:`AUDIT_COLUMNS` for the expected columns): :data:`WORKFLOW` declares it as the
+source's reader when ``ingest`` is given ``--dsn``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from correlator.sources._fields import take_id
 from correlator.sources._integers import exact, wide_as_text
 from correlator.sources._lines import excerpt, iter_lines
 from correlator.sources._record import too_deep
+from correlator.sources._source import Option, Reader, Source
 from correlator.sources._time import (
     MAX_NS,
     MIN_NS,
@@ -53,6 +55,7 @@ from correlator.sources._time import (
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "WORKFLOW",
     "WORKFLOW_STATE_FAILURES",
     "parse",
     "read_audit_table",
@@ -415,3 +418,31 @@ def _row_event(fields: dict[str, Any], origin: str, row_no: int) -> Event | Reje
     if isinstance(event, str):
         return Reject(_SOURCE, origin, row_no, event, raw[:200])
     return event
+
+
+WORKFLOW: Final = Source(
+    _SOURCE,
+    'state transitions as JSON lines: {"ts":...,"entity_kind":"allocation",'
+    '"entity_id":"a-9","from":"releasing","to":"release_failed",...}; or --dsn for an audit '
+    "table",
+    parse=parse,
+    reader=Reader(
+        lambda *, dsn, table: read_audit_table(dsn, table=table),
+        (
+            Option(
+                "dsn",
+                "--dsn",
+                "PostgreSQL DSN of the workflow audit table (with --source workflow)",
+                "reads a PostgreSQL audit table",
+            ),
+            Option(
+                "table",
+                "--table",
+                "the audit table (with --dsn; default allocation_audit)",
+                "names a workflow audit table",
+                default="allocation_audit",
+            ),
+        ),
+        when="dsn",
+    ),
+)

@@ -497,7 +497,7 @@ def test_nginx_error_times_are_read_in_the_zone_given(
 
     zone = parse_zone(default) if default else None
     with Store(tmp_path / "nginx.duckdb") as store:
-        app = create_app(store, token=TOKEN, nginx_zone=zone)
+        app = create_app(store, token=TOKEN, source_options={"nginx": {"zone": zone}})
         with AsgiClient(app) as client:
             posted = client.post(
                 f"/v1/evidence?source=nginx{query}", content=NGINX_BODY, headers=_auth(TOKEN)

@@ -429,8 +429,8 @@ REQUEST_ID = "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f"
 def test_nginx_error_times_are_read_in_the_zone_given(
     store: Store, zone: tzinfo | None, links: list[tuple[str | None, str | None]]
 ) -> None:
-    ingest_lines(store, "nginx", [ACCESS_BERLIN], "access.log", nginx_zone=zone)
-    ingest_lines(store, "nginx", [ERROR_BERLIN], "error.log", nginx_zone=zone)
+    ingest_lines(store, "nginx", [ACCESS_BERLIN], "access.log", options={"zone": zone})
+    ingest_lines(store, "nginx", [ERROR_BERLIN], "error.log", options={"zone": zone})
     assert _error_links(store) == links
 
 
@@ -447,8 +447,8 @@ def test_ingest_paths_gives_the_zone_to_the_nginx_parser_only(
     error.write_bytes(ERROR_BERLIN + b"\n")
     agent.write_bytes(LINES[0] + b"\n")
 
-    nginx = ingest_paths(store, "nginx", [error, access], workers=2, nginx_zone=berlin)
-    others = ingest_paths(store, "agent", [agent], nginx_zone=berlin)
+    nginx = ingest_paths(store, "nginx", [error, access], workers=2, options={"zone": berlin})
+    others = ingest_paths(store, "agent", [agent])
 
     assert (nginx.accepted, others.accepted) == (2, 1)
     assert _error_links(store) == [(REQUEST_ID, REQUEST_ID)]

@@ -5,7 +5,7 @@ otherwise good record, between two good records.
 Whatever the input, a source must not raise, must give each reject a reason, must keep the
 good records around the bad ones, and must read with memory bounded by the input's size (the
 peak of what Python allocates while parsing, by ``tracemalloc``). Sources: every kind of
-:data:`correlator.ingest.FILE_KINDS` through its parser, the columnar parser of the NDJSON
+``correlator.sources.file_kinds()`` through its parser, the columnar parser of the NDJSON
 kinds (the bulk ingest path), and the ``loki`` source's mapping of entries.
 """
 
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from agent_logging.loki._client import LokiClient, QueriedEntry
 from correlator._schema import columns_from_events
-from correlator.ingest import FILE_KINDS, parser_for
 from correlator.model import MAX_LINE_BYTES, Event, Reject
-from correlator.sources import ndjson
+from correlator.sources import SOURCES as REGISTRY
+from correlator.sources import Parser, file_kinds, ndjson
 from correlator.sources.loki import fetch
 
 RECORD_A = b'{"ts":"2026-11-22T13:11:19Z","layer":"api","event":"before","allocation_id":"a-1"}'
@@ -78,6 +78,15 @@ def _outcome(items: list[Event | Reject]) -> Outcome:
     # and with it the whole file (a workflow line with a field nested 300 levels deep).
     columns = columns_from_events(events)
     return columns["hash"], [item for item in items if isinstance(item, Reject)]
+
+
+FILE_KINDS: Final = file_kinds()
+
+
+def parser_for(kind: str) -> Parser:
+    parse = REGISTRY[kind].parse
+    assert parse is not None
+    return parse
 
 
 def _file_kind(kind: str) -> Source:

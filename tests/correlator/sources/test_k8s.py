@@ -463,6 +463,22 @@ def test_deep_json_is_a_reject_and_its_neighbours_are_kept() -> None:
     assert _events(items) == 2
 
 
+def test_a_document_that_never_closes_does_not_take_the_next_one_with_it() -> None:
+    # Found by test_hostile: a record cut short 512 levels deep, then a good one. The good
+    # one's own braces took the open document past 512 levels at its line, and it was skipped
+    # with the broken one; it is now read again as a document's start.
+    broken = GOOD[:-1] + b',"x":' + b"[" * 511  # 512 levels open at its end
+    after = GOOD.replace(b"vm-1", b"vm-2")
+
+    items = list(parse([GOOD, broken, after], "f"))
+
+    assert [item.reason for item in items if isinstance(item, Reject)] == [
+        "line 2 starts a JSON document nested deeper than 512 levels (at line 3); "
+        "the limit is 512 levels"
+    ]
+    assert _events(items) == 2
+
+
 def test_a_pretty_printed_deep_document_is_refused_where_it_gets_too_deep() -> None:
     deep = [b"{", *[b"  " * n + b'"a": {' for n in range(1, 600)], *[b"  }"] * 599, b"}"]
 

@@ -1,0 +1,141 @@
+"""What a source is, as one declaration: :class:`Source`, its :class:`Option` and its
+:class:`Reader`.
+
+Each source module declares its own :class:`Source` beside its parser, and the registry
+(``correlator.sources``) lists them; the ``ingest`` command's options and help, the API's
+accepted kinds and query parameters, its OpenAPI description, the guesser's candidates and
+the evaluation's kinds are all read from these declarations, so that a new source is one
+module and one line of the registry. This module is the vocabulary only: it imports no
+source, so that every source can import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from correlator.model import Event, Reject
+
+if TYPE_CHECKING:
+    from correlator.store import Store
+
+__all__ = ["AfterCommit", "Columns", "Option", "Parser", "Reader", "Source"]
+
+Parser = Callable[..., Iterator[Event | Reject]]
+"""``parse(lines, origin, **options) -> Iterator[Event | Reject]``: the row path.
+
+``lines`` are raw lines without their trailing ``\\n`` (a ``\\r`` may remain), numbered from 1
+by the parser; ``options`` are the values of the source's :attr:`Source.options`, by name. A
+parser never raises on bad input: it yields a :class:`~correlator.model.Reject` naming the
+line and what is wrong, and goes on with the next line.
+"""
+
+Columns = Callable[..., tuple[dict[str, list[Any]], list[Reject]]]
+"""``columns(lines, origin, *, start_line, **options) -> (columns, rejects)``: the columnar
+path, one list per column of the ``events`` table, without an :class:`Event` per line. It is
+handed to worker processes, so it must be picklable: a module-level function, or a
+``functools.partial`` of one."""
+
+AfterCommit = Callable[["Store", int, int], object]
+"""``after_commit(store, from_ns, to_ns)``: called once an input's events are committed, with
+the time they cover (each event from its time less its ``duration_s`` to its time)."""
+
+
+def _text(_where: str, text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A setting of a source: an ``ingest`` option, and (with :attr:`query`) a query
+    parameter of ``POST /v1/evidence``.
+
+    Attributes:
+        name: the keyword the parser (or the reader) takes the value as.
+        flag: the ``ingest`` option (``--nginx-tz``).
+        help: its ``--help`` text.
+        what: what it is, completing "``--flag`` ...: use it with --source KIND" when it is
+            given with another source (``is the zone of nginx error logs``).
+        metavar: the ``--help`` placeholder of its value.
+        query: the query parameter of ``POST /v1/evidence`` that gives it (``tz``), if any.
+        query_help: that parameter's description in the OpenAPI schema.
+        environ: variables read, first set first, when neither the option nor the parameter
+            gives it (an empty one counts as unset); the service reads them when it starts.
+        read: ``read(where, text)``: the value of a text, ``where`` naming the option, the
+            parameter or the variable for its error message (raise ``QueryError``).
+        default: the value when nothing gives it.
+    """
+
+    name: str
+    flag: str
+    help: str
+    what: str
+    metavar: str | None = None
+    query: str | None = None
+    query_help: str = ""
+    environ: tuple[str, ...] = ()
+    read: Callable[[str, str], Any] = _text
+    default: Any = None
+
+    @property
+    def dest(self) -> str:
+        """The attribute ``argparse`` keeps the option's text in."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """How a source is read when it is not read from files or a request body.
+
+    Attributes:
+        read: ``read(**values) -> events and rejects``, ``values`` those of :attr:`options`
+            by name; each batch it yields is committed on its own (a Loki that goes away on
+            page 50 keeps the 49 before).
+        options: its settings (``ingest`` options only: the API reads request bodies).
+        when: the name of the option whose value chooses this reader over files (workflow's
+            ``dsn``); None: the source is never read from files.
+    """
+
+    read: Callable[..., Iterable[Event | Reject]]
+    options: tuple[Option, ...] = ()
+    when: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One source of evidence, as the registry lists it.
+
+    Attributes:
+        name: the kind (``--source nginx``, ``?source=nginx``), stamped on its events.
+        looks_like: what its input looks like, for ``ingest --help`` and ``/docs``.
+        parse: its parser of lines (files, standard input, request bodies); None for a
+            source that has none (``loki``).
+        columns: its columnar parser, when it has one: ingests take it (and, for large files,
+            worker processes run it).
+        options: the settings its parser takes as keywords (nginx's zone).
+        reader: how it is read when not from lines (loki: a query; workflow: an audit table).
+        after_commit: what to do once an input is committed (nginx links error lines to the
+            access line of their request, across files).
+        join_advice: what to set so that its lines carry identifiers, for the warning on
+            lines without any.
+        guessed: whether the guesser names it for lines another kind could not read (not
+            ``agent``: ``ndjson`` reads the same lines, and is the general name).
+    """
+
+    name: str
+    looks_like: str
+    parse: Parser | None = None
+    columns: Columns | None = None
+    options: tuple[Option, ...] = ()
+    reader: Reader | None = None
+    after_commit: AfterCommit | None = None
+    join_advice: str | None = None
+    guessed: bool = True
+
+    def reader_for(self, given: Mapping[str, object]) -> Reader | None:
+        """The reader to use rather than files, given the reader's option values by name."""
+        reader = self.reader
+        if reader is None or (reader.when is not None and given.get(reader.when) is None):
+            return None
+        return reader
