@@ -1,11 +1,12 @@
-"""The shipper process: a :class:`~agent_logging.shipping._shipper.Shipper` over another
-process's spool.
+"""The shipper process, the second runner: a :class:`~agent_logging.shipping._shipper.Shipper`
+over another process's spool.
 
 Started by ``_process.ProcessShipper`` as ``python -m agent_logging.shipping._child``, with
 pipes for stdin and stdout; the protocol is in ``_process``'s docstring. The shipper here
-is the thread shipper, unchanged: batching, backoff, bisection, dead letters. Only its spool is
-a stand-in, :class:`RemoteSpool`, which asks the owner where to read, reads the segment files
-itself and reports what it shipped.
+is the thread shipper, unchanged, and so is the delivery design it runs (``_delivery``:
+batching, backoff, bisection, dead letters, reconcile). Only its spool is a stand-in,
+:class:`RemoteSpool`, which asks the owner where to read, reads the segment files itself and
+reports what it shipped.
 
 The process ends when its stdin ends (the owner exited, however it died) or on ``stop``. It
 ignores SIGINT: a Ctrl-C in a terminal reaches the whole process group, and the owner's
@@ -231,8 +232,8 @@ class RemoteSpool:
 
     def ack(self, batch: RemoteBatch, /) -> None:
         count = len(batch.records)
-        # A part of a batch (``Shipper._ack_done_part``) ends where the read-ahead does not
-        # start: the next peek then reads from the head.
+        # A part of a batch (acked by the delivery when stop cuts it short) ends where the
+        # read-ahead does not start: the next peek then reads from the head.
         self._acked_end = batch.end
         self._channel.send(
             "report",

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Final
 
-from agent_logging.shipping._shipper import ShipperStats
+from agent_logging.shipping._delivery import ShipperStats
 
 __all__ = ["ShipCounters"]
 

@@ -16,7 +16,7 @@ per request. Otherwise the work is logarithmic in the batch for each entry refus
 stores the valid entries of a partly refused push anyway, and resending them is not
 harmless: Loki de-duplicates identical entries only within one stream, and it may shard the
 stream (``_reconcile``). So every push goes through
-:meth:`BatchDelivery._push`, which first asks Loki which of the records it carries it holds
+:meth:`Delivery._push`, which first asks Loki which of the records it carries it holds
 already, when they may be there (after a refusal of some entries, an unanswered push, a 5xx,
 a crash), and pushes only the others. Should a single entry reached by a split be refused
 with the very message the whole batch was, and that message not be an entry refusal (a
@@ -32,14 +32,18 @@ so that a backlog is never "too far behind" a stream that live records keep at t
 When stop or a deadline cuts a split short, the part already stored or dead-lettered is
 acked on its own: the next run does not dead-letter it again.
 
-The split from ``_shipper``: :class:`BatchDelivery` is the base class of ``Shipper``, which
-schedules (thread, loop, flush, stop) while this delivers. The boundary is everything a push
-touches: the push, the backoff between attempts, and the counters and reports each outcome
-updates (the loop shares the last two: an exception while shipping is backed off and counted
-like a failed push). So the base needs nothing of its subclass but state, which
-``Shipper.__init__`` sets and which is declared here, without values, for the type checker;
-and the spool's and client's protocols are defined here, re-exported by ``_shipper``, so that
-the subclass's module imports the base's and never the other way round.
+The design and its runners. :class:`Delivery` is the design: one object per spool, built by
+the runner with the delivery's options, holding its counters and the records in doubt, and
+handed each batch the runner peeks (:meth:`Delivery.deliver`), which it pushes, retries,
+splits, dead-letters and acknowledges. The runner (``_shipper.Shipper``) decides when a batch
+is peeked: its thread's loop, a flush, a stop, a drain. It runs in a thread of the service, or
+in the helper process (``_process`` starting ``_child``) over a stand-in for the service's
+spool; the delivery is the same in both. Between the two, the runner reads the batch size in
+force (:attr:`Delivery.max_batch_bytes`, lowered after a 413), cuts a backoff short
+(:meth:`Delivery.interrupt`), hands over an exception its loop caught
+(:meth:`Delivery.back_off_after`) and reads the counters (:meth:`Delivery.stats`); the
+delivery tells the runner when it waits out a backoff (``waiting``), nothing more. What the
+design needs of the spool and the client (``SpoolLike``, ``PushClient``) is defined here.
 """
 
 from __future__ import annotations
@@ -49,10 +53,12 @@ import dataclasses
 import enum
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypedDict, TypeVar
 
+from agent_logging.errors import ConfigurationError
 from agent_logging.loki._answers import PushResult, is_entry_refusal
 from agent_logging.loki._entries import (
     PushEntry,
@@ -71,7 +77,14 @@ from agent_logging.shipping._reconcile import (
 )
 from agent_logging.spool._segments import SpoolPosition
 
-__all__ = ["BatchDelivery", "PushClient", "SpoolLike"]
+__all__ = [
+    "Delivery",
+    "Outcome",
+    "PushClient",
+    "ShipperStats",
+    "SpoolLike",
+    "require_positive",
+]
 
 # 2**62 * any initial backoff is far past any cap; bounding the exponent keeps floats finite.
 _MAX_EXPONENT: Final = 62
@@ -81,6 +94,30 @@ _NS_PER_S: Final = 1_000_000_000
 _RATE_LIMITED: Final = "tenant-rate-limit"
 # A gateway's answers that leave Loki behind it possibly still at work on the push.
 _GATEWAY_GAVE_UP: Final = frozenset({502, 504})
+
+
+class ShipperStats(TypedDict):
+    """What :meth:`Delivery.stats` (and so ``Shipper.stats``) returns (a plain dict at run time)."""
+
+    batches_sent: int
+    records_sent: int
+    bytes_sent: int
+    retried: int
+    dead_lettered: int
+    last_status: int | None
+    last_error: str | None
+    last_error_unix_s: float | None
+    last_success_unix_s: float | None
+    consecutive_failures: int
+    reconciled: int
+    resent_unreconciled: int
+
+
+def require_positive(options: Mapping[str, float]) -> None:
+    """Raise :class:`ConfigurationError` naming the first of ``options`` that is not positive."""
+    for name, value in options.items():
+        if not value > 0:
+            raise ConfigurationError(f"{name} must be positive, not {value!r}")
 
 
 class _BatchLike(Protocol):
@@ -128,7 +165,9 @@ class PushClient(Protocol):
     def after_fork_in_child(self) -> None: ...
 
 
-class _Delivery(enum.Enum):
+class Outcome(enum.Enum):
+    """How :meth:`Delivery.deliver` left a batch."""
+
     DONE = "every record stored or dead-lettered: ack the batch"
     AGAIN = "the whole batch must be retried (backoff done): peek it again"
     STOPPED = "stop or the deadline came first: ack the part done, leave the rest spooled"
@@ -177,50 +216,184 @@ def _as_request_refusal(result: PushResult) -> PushResult:
     return PushResult("retry", result.status, result.retry_after_s, reason)
 
 
-class BatchDelivery:
-    """Deliver one batch at a time to Loki, counting and reporting what happens.
+class Delivery:
+    """Deliver a spool's batches to Loki, one at a time, counting and reporting what happens.
 
-    The base of :class:`~agent_logging.shipping._shipper.Shipper`, which sets every attribute below
-    in its ``__init__`` (see there for what each option means).
+    Built by the runner (:class:`~agent_logging.shipping._shipper.Shipper`), which peeks each
+    batch and hands it to :meth:`deliver`; the options are the shipper's, documented there.
+
+    Args:
+        spool: the spool the batches come from (a part of one is acknowledged here).
+        client: the Loki client.
+        max_batch_bytes: most record bytes per push (lowered for good after a 413).
+        backoff_initial_s: backoff ceiling after the first failure.
+        backoff_max_s: largest backoff, ``Retry-After`` included.
+        dead_letter_path: JSON-lines file for entries Loki refuses.
+        dead_letter_max_bytes: size past which the dead-letter file is rotated to ``.1``.
+        node_id_label: make ``node_id`` a stream label.
+        default_labels: label values for records that lack them.
+        on_error: called with a message once per distinct failure until a push succeeds.
+        rng: source of jitter.
+        clock: monotonic clock for deadlines.
+        wall_clock: UNIX time, for the counters' stamps and dead letters.
+        wait: ``wait(event, timeout_s) -> bool``, how backoff and a reconcile's settling wait.
+        waiting: entered around each backoff wait (the runner is not busy then).
+
+    Raises:
+        ConfigurationError: a size or duration is not positive.
     """
 
-    _spool: SpoolLike[Any]
-    _client: PushClient
-    _max_batch_bytes: int
-    _backoff_initial_s: float
-    _backoff_max_s: float
-    dead_letter_path: Path
-    _dead_letter_max_bytes: int
-    _node_id_label: bool
-    _default_labels: dict[str, str]
-    _on_error: Callable[[str], None] | None
-    _rng: random.Random
-    _clock: Callable[[], float]
-    _wall_clock: Callable[[], float]
-    _wait: Callable[[threading.Event, float], bool]
-    _reported: set[str]
-    _batches_sent: int
-    _records_sent: int
-    _bytes_sent: int
-    _retried: int
-    _dead_lettered: int
-    _last_status: int | None
-    _last_error: str | None
-    _last_error_unix_s: float | None
-    _last_success_unix_s: float | None
-    _consecutive_failures: int
-    busy: bool
-    _stats_lock: threading.Lock
-    _kick: threading.Event
-    _doubt: InDoubt
-    _reconciled: int
-    _resent_unreconciled: int
-    # Set by the loop around each delivery: the batch's end in the spool, and what ends it.
-    _batch_end: SpoolPosition | None
-    _ship_halt: threading.Event | None
-    _ship_deadline: float | None
-    # How many records the last push carried (a reconcile may have taken some out).
-    _pushed: int
+    def __init__(
+        self,
+        spool: SpoolLike[Any],
+        client: PushClient,
+        *,
+        max_batch_bytes: int,
+        backoff_initial_s: float,
+        backoff_max_s: float,
+        dead_letter_path: Path,
+        dead_letter_max_bytes: int,
+        node_id_label: bool,
+        default_labels: Mapping[str, str],
+        on_error: Callable[[str], None] | None,
+        rng: random.Random,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+        wait: Callable[[threading.Event, float], bool],
+        waiting: Callable[[], AbstractContextManager[object]],
+    ) -> None:
+        require_positive(
+            {
+                "max_batch_bytes": max_batch_bytes,
+                "backoff_initial_s": backoff_initial_s,
+                "backoff_max_s": backoff_max_s,
+                "dead_letter_max_bytes": dead_letter_max_bytes,
+            }
+        )
+        self._spool = spool
+        self._client = client
+        #: Most record bytes per push: the runner peeks batches this large. Lowered after a
+        #: 413 while the runner reads it: an int, so a racing read sees one or the other.
+        self.max_batch_bytes = max_batch_bytes
+        self._backoff_initial_s = backoff_initial_s
+        self._backoff_max_s = backoff_max_s
+        self.dead_letter_path = Path(dead_letter_path)
+        self._dead_letter_max_bytes = dead_letter_max_bytes
+        self._node_id_label = node_id_label
+        self._default_labels = dict(default_labels)
+        self._on_error = on_error
+        self._rng = rng
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._wait = wait
+        self._waiting = waiting
+        self._reported: set[str] = set()
+        self._batches_sent = 0
+        self._records_sent = 0
+        self._bytes_sent = 0
+        self._retried = 0
+        self._dead_lettered = 0
+        self._last_status: int | None = None
+        self._last_error: str | None = None
+        self._last_error_unix_s: float | None = None
+        self._last_success_unix_s: float | None = None
+        self._consecutive_failures = 0
+        self._reconciled = 0
+        self._resent_unreconciled = 0
+        directory = getattr(spool, "directory", None)
+        self._doubt = InDoubt(Path(directory) if directory is not None else None, wall_clock, clock)
+        # The batch being delivered: its end in the spool, and what ends its delivery early.
+        self._batch_end: SpoolPosition | None = None
+        self._halt: threading.Event | None = None
+        self._deadline: float | None = None
+        # How many records the last push carried (a reconcile may have taken some out).
+        self._pushed = 0
+        self._new_sync_objects()
+
+    def _new_sync_objects(self) -> None:
+        self._stats_lock = threading.Lock()
+        self._kick = threading.Event()  # cuts a backoff or settling wait short
+
+    # -- what the runner calls -------------------------------------------------------------
+
+    def deliver(
+        self, batch: Any, deadline: float | None, *, halt: threading.Event
+    ) -> tuple[Outcome, int]:
+        """Deliver a batch peeked from the spool, and acknowledge in the spool what is done.
+
+        Args:
+            batch: the spool's oldest batch, as its ``peek_batch`` returned it.
+            deadline: when to give up, on the scale of ``clock`` (None: never).
+            halt: set to give up (stop).
+
+        Returns:
+            The outcome, and how many of the batch's records were acknowledged: all of them
+            for DONE, none for AGAIN, for STOPPED the part stored or dead-lettered (when the
+            spool's head is still that batch, else none).
+        """
+        # Records that a previous process's push may have carried are in doubt, and every
+        # push records how far this one may reach (``_reconcile``).
+        self._doubt.note_batch(batch)
+        end = getattr(batch, "end", None)
+        self._batch_end = SpoolPosition(*end) if isinstance(end, tuple) else None
+        self._halt, self._deadline = halt, deadline
+        outcome, done = self._deliver(
+            batch.records, deadline, halt=halt, payload_bytes=getattr(batch, "payload_bytes", -1)
+        )
+        if outcome is Outcome.DONE:
+            self._spool.ack(batch)
+            self._doubt.acked(batch)
+            return outcome, len(batch.records)
+        if done:
+            return outcome, self._ack_done_part(batch.records, done)
+        return outcome, 0
+
+    def back_off_after(
+        self, exc: Exception, deadline: float | None, *, halt: threading.Event
+    ) -> bool:
+        """Count an exception of the runner's loop like a failed push, and back off.
+
+        Returns:
+            False when stop or the deadline came first.
+        """
+        reason = f"shipping failed: {type(exc).__name__}: {exc}"
+        self._note_failure(None, reason, f"exception:{type(exc).__name__}")
+        return self._backoff(None, deadline, halt=halt)
+
+    def interrupt(self) -> None:
+        """Cut a backoff or settling wait short (flush, stop); the delivery looks again."""
+        self._kick.set()
+
+    def sync_spool(self) -> None:
+        """Run the spool's due fsync (its ``interval`` policy); a failure is reported once."""
+        try:
+            self._spool.sync_if_due()
+        except Exception as exc:  # noqa: BLE001 - shipping goes on; the failure is reported
+            self._report(f"spool sync failed: {type(exc).__name__}: {exc}", "sync")
+
+    def stats(self) -> ShipperStats:
+        """The counters since this delivery was built (see ``Shipper.stats``)."""
+        with self._stats_lock:
+            return {
+                "batches_sent": self._batches_sent,
+                "records_sent": self._records_sent,
+                "bytes_sent": self._bytes_sent,
+                "retried": self._retried,
+                "dead_lettered": self._dead_lettered,
+                "last_status": self._last_status,
+                "last_error": self._last_error,
+                "last_error_unix_s": self._last_error_unix_s,
+                "last_success_unix_s": self._last_success_unix_s,
+                "consecutive_failures": self._consecutive_failures,
+                "reconciled": self._reconciled,
+                "resent_unreconciled": self._resent_unreconciled,
+            }
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: new lock and event (the parent's may have been held or set)."""
+        self._new_sync_objects()
+
+    # -- one batch -------------------------------------------------------------------------
 
     def _deliver(
         self,
@@ -229,7 +402,7 @@ class BatchDelivery:
         *,
         halt: threading.Event,
         payload_bytes: int = -1,
-    ) -> tuple[_Delivery, int]:
+    ) -> tuple[Outcome, int]:
         """Push records until each is stored or dead-lettered, or stop/deadline comes.
 
         ``payload_bytes`` is the records' payload size when the spool counted it (-1: not).
@@ -280,7 +453,7 @@ class BatchDelivery:
                     reason = f"cannot write dead-letter file {self.dead_letter_path}: {exc}"
                     self._note_failure(None, reason, "dead-letter-write")
                     if not self._backoff(None, deadline, halt=halt):
-                        return _Delivery.STOPPED, low
+                        return Outcome.STOPPED, low
                     continue
                 pending.pop()
                 continue
@@ -303,10 +476,10 @@ class BatchDelivery:
                 self._note_failure(result, f"push to Loki failed, will retry: {result.reason}")
             refill_s = result.refill_s if result.status == 429 else None
             if not self._backoff(result.retry_after_s, deadline, halt=halt, refill_s=refill_s):
-                return _Delivery.STOPPED, low
+                return Outcome.STOPPED, low
             if pending == [whole]:
-                return _Delivery.AGAIN, 0
-        return _Delivery.DONE, len(records)
+                return Outcome.AGAIN, 0
+        return Outcome.DONE, len(records)
 
     def _ack_done_part(self, records: Sequence[RecordLike], done: int) -> int:
         """Ack the first ``done`` records of the head batch, each stored or dead-lettered.
@@ -403,9 +576,7 @@ class BatchDelivery:
         query = getattr(self._client, "iter_query_range", None)
         if query is None:
             return self._unreconciled(part, doubtful, "the Loki client cannot query")
-        if not settle(
-            doubt, self._wait, self._kick, self._ship_halt, self._ship_deadline, self._clock
-        ):
+        if not settle(doubt, self._wait, self._kick, self._halt, self._deadline, self._clock):
             reason = "stopped while records that may have reached Loki were settling"
             return PushResult("retry", None, None, reason, nothing_stored=True)
         try:
@@ -489,24 +660,15 @@ class BatchDelivery:
             delay = min(retry_after_s, self._backoff_max_s)
         if deadline is not None:
             delay = min(delay, max(0.0, deadline - self._clock()))
-        self._sync_spool()  # an outage can last hours: the ``interval`` fsync policy goes on
-        busy, self.busy = self.busy, False  # logging threads need not let a waiting thread in
-        try:
+        self.sync_spool()  # an outage can last hours: the ``interval`` fsync policy goes on
+        with self._waiting():  # the runner is not busy: logging threads need not let it in
             if self._wait(self._kick, delay):
                 self._kick.clear()
-        finally:
-            self.busy = busy
         if halt.is_set():
             return False
         return deadline is None or self._clock() < deadline
 
     # -- bookkeeping -----------------------------------------------------------------------
-
-    def _sync_spool(self) -> None:
-        try:
-            self._spool.sync_if_due()
-        except Exception as exc:  # noqa: BLE001 - shipping goes on; the failure is reported
-            self._report(f"spool sync failed: {type(exc).__name__}: {exc}", "sync")
 
     def _set_last_error(self, reason: str | None) -> None:
         """The last error and when it happened, together (the stats lock is held)."""
@@ -526,14 +688,13 @@ class BatchDelivery:
     def _note_too_large(self, records: Sequence[RecordLike], result: PushResult) -> None:
         """Count a 413 and keep later batches below the size refused (halving it)."""
         refused_bytes = sum(len(r.payload) for r in records)
-        limit = max(1, min(self._max_batch_bytes, refused_bytes // 2))
+        limit = max(1, min(self.max_batch_bytes, refused_bytes // 2))
         with self._stats_lock:
             self._retried += 1
             self._last_status = result.status
             self._set_last_error(result.reason)
-        if limit < self._max_batch_bytes:
-            # Read by the loop and the peeks; an int, so a racing read sees one or the other.
-            self._max_batch_bytes = limit
+        if limit < self.max_batch_bytes:
+            self.max_batch_bytes = limit
             self._report(
                 f"a push of {len(records)} records ({refused_bytes} bytes) was refused as too "
                 f"large; sending it in halves, and at most {limit} bytes per push from now on: "

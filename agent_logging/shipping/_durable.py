@@ -1,8 +1,8 @@
 """The durable path as one pipeline sink: record → spool → shipper thread → Loki.
 
-The shipper is a thread of this process (``_shipper``), or with ``shipper="process"`` a helper
-process that this process serves (``_process``); orphaned spools are always shipped from
-threads.
+The shipper, the runner of the delivery design (``_delivery``), is a thread of this process
+(``_shipper``), or with ``shipper="process"`` a helper process that this process serves
+(``_process``); orphaned spools are always shipped from threads.
 
 Layout of ``spool_dir`` (the root)::
 
@@ -201,7 +201,7 @@ class Durable:
             )
         if spool.degraded_reason is not None:
             # configure() goes on: the local outputs work, and the spool takes records again
-            # once a rotation finds room (``spool._cap``); health() counts what it refuses.
+            # once a rotation finds room (``spool._spool``); health() counts what it refuses.
             _state.report_once(
                 f"spool-degraded:{spool.directory}",
                 f"spool {spool.directory}: {spool.degraded_reason}; refused records are "

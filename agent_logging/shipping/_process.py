@@ -1,5 +1,9 @@
 """``shipper="process"``: ship the spool from a helper process instead of a thread.
 
+The owner's half of the second runner (the first is the thread, ``_shipper``): it starts the
+child (``_child``), which runs the same shipper and delivery design (``_delivery``), and
+serves its requests about the spool here.
+
 Why. The thread shipper's CPU time (reading frames, encoding the push, compressing it, the
 HTTP exchange) is spent under the service's GIL, and the two threads hand the GIL back and
 forth on every batch. A service that logs flat out on a machine with a spare core gets more
@@ -26,7 +30,7 @@ writer's mapping is the file), and reports what it shipped (``spool._remote``). 
 per line:
 
 - child → owner, requests (answered with ``{"re": id, ...}``, or ``{"re": id, "error": ...}``):
-  ``plan`` (answer: ``plan``, a :class:`~agent_logging.spool._remote.ReadPlan` or null, and
+  ``plan`` (answer: ``plan``, a :class:`~agent_logging.spool._batches.ReadPlan` or null, and
   ``pending``, the spool's unacknowledged bytes), ``read_failed`` (``start``, ``sealed``,
   ``reason``) and ``records`` (answer: ``records``, how many are unacknowledged);
 - child → owner, notes: ``report`` (``start``, ``end``, ``count``, ``payload``, ``torn``,
@@ -64,13 +68,8 @@ from agent_logging._settings import Settings
 from agent_logging.errors import SpoolError
 from agent_logging.shipping import _child
 from agent_logging.shipping._counters import ShipCounters
-from agent_logging.shipping._shipper import (
-    FLUSH_POLL_S,
-    STOP_GRACE_S,
-    Shipper,
-    ShipperStats,
-    flush_share,
-)
+from agent_logging.shipping._delivery import ShipperStats
+from agent_logging.shipping._shipper import FLUSH_POLL_S, STOP_GRACE_S, Shipper, flush_share
 from agent_logging.spool._remote import answer
 from agent_logging.spool._spool import Spool
 

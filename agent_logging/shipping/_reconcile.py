@@ -10,7 +10,7 @@ copy did, and every entry of it is then visible twice. So a record must not be p
 unless it is known that Loki does not hold it.
 
 What is persisted. The spool's ``acked`` file says where the oldest unacknowledged record is
-(written after each 2xx, ``spool._reading``): nothing before it is ever pushed again. Before
+(written after each 2xx, ``spool._spool``): nothing before it is ever pushed again. Before
 each push the shipper writes ``in-flight`` beside it (:func:`write_in_flight`: one write in
 place, no fsync, a few microseconds per push): the spool position up to which records may have
 reached Loki, and when that push began. After a crash the records between the two are *in
@@ -186,7 +186,8 @@ class _Positioned(Protocol):
 class InDoubt:
     """Which records may be in Loki already: in memory, and as ``in-flight`` on disk.
 
-    One per shipper, used by its one batch in flight at a time (under its ship lock).
+    One per delivery (so per shipper), used by its one batch in flight at a time (under the
+    shipper's ship lock).
 
     Args:
         directory: the spool directory (None: a spool without one; nothing is persisted).

@@ -1,4 +1,4 @@
-"""The shipper: one daemon thread moving batches from the spool to Loki.
+"""The shipper: the runner of the delivery design, one daemon thread moving batches to Loki.
 
 Loop: wait for the spool's ``wake`` (set when ``wake_bytes`` are pending) or
 ``batch_interval_s``, whichever comes first; then peek the oldest batch, push it, and ack it
@@ -18,33 +18,33 @@ de-duplicates within one stream only, and shards fast streams).
 
 Retryable failures are retried forever with jittered exponential backoff; entries Loki
 refuses are bisected out and dead-lettered, each once; a body too large (413) is halved. How
-one batch is delivered, and counted, is in ``_delivery`` (the base class of :class:`Shipper`).
+one batch is delivered, and counted, is the design, in ``_delivery``: the shipper builds one
+:class:`~agent_logging.shipping._delivery.Delivery` with its options and hands it each batch
+it peeks; this module is when and from which thread. The same shipper runs in the helper
+process of ``shipper="process"`` (``_child``), over a stand-in for the service's spool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Any, Final
 
-from agent_logging.errors import ConfigurationError
 from agent_logging.shipping._dead_letter import DEAD_LETTER_MAX_BYTES
-from agent_logging.shipping._delivery import BatchDelivery, PushClient, SpoolLike, _Delivery
-from agent_logging.shipping._reconcile import InDoubt
-from agent_logging.spool._segments import SpoolPosition
+from agent_logging.shipping._delivery import (
+    Delivery,
+    Outcome,
+    PushClient,
+    ShipperStats,
+    SpoolLike,
+    require_positive,
+)
 
-__all__ = [
-    "FLUSH_POLL_S",
-    "STOP_GRACE_S",
-    "PushClient",
-    "Shipper",
-    "ShipperStats",
-    "SpoolLike",
-    "flush_share",
-]
+__all__ = ["FLUSH_POLL_S", "STOP_GRACE_S", "Shipper", "flush_share"]
 
 # flush() re-checks the spool at least this often even without a notification, since
 # records may also leave the spool by its own drop policy.
@@ -68,28 +68,11 @@ def flush_share(timeout_s: float) -> float:
     return timeout_s - STOP_GRACE_S if timeout_s > 2 * STOP_GRACE_S else timeout_s
 
 
-class ShipperStats(TypedDict):
-    """What :meth:`Shipper.stats` returns (a plain dict at run time)."""
-
-    batches_sent: int
-    records_sent: int
-    bytes_sent: int
-    retried: int
-    dead_lettered: int
-    last_status: int | None
-    last_error: str | None
-    last_error_unix_s: float | None
-    last_success_unix_s: float | None
-    consecutive_failures: int
-    reconciled: int
-    resent_unreconciled: int
-
-
 def _wait_event(event: threading.Event, timeout_s: float) -> bool:
     return event.wait(timeout_s)
 
 
-class Shipper(BatchDelivery):
+class Shipper:
     """Ship a spool's records to Loki from one daemon thread.
 
     Backoff after a retryable failure is "full jitter": the n-th consecutive failure waits a
@@ -144,55 +127,35 @@ class Shipper(BatchDelivery):
         wall_clock: Callable[[], float] = time.time,
         wait: Callable[[threading.Event, float], bool] = _wait_event,
     ) -> None:
-        for name, value in (
-            ("max_batch_bytes", max_batch_bytes),
-            ("max_batch_records", max_batch_records),
-            ("batch_interval_s", batch_interval_s),
-            ("backoff_initial_s", backoff_initial_s),
-            ("backoff_max_s", backoff_max_s),
-            ("dead_letter_max_bytes", dead_letter_max_bytes),
-        ):
-            if not value > 0:
-                raise ConfigurationError(f"{name} must be positive, not {value!r}")
+        require_positive(
+            {"max_batch_records": max_batch_records, "batch_interval_s": batch_interval_s}
+        )
+        self._delivery = Delivery(
+            spool,
+            client,
+            max_batch_bytes=max_batch_bytes,
+            backoff_initial_s=backoff_initial_s,
+            backoff_max_s=backoff_max_s,
+            dead_letter_path=dead_letter_path,
+            dead_letter_max_bytes=dead_letter_max_bytes,
+            node_id_label=node_id_label,
+            default_labels=default_labels,
+            on_error=on_error,
+            # Jitter needs no cryptographic strength; an injectable Random keeps tests exact.
+            rng=rng if rng is not None else random.Random(),  # noqa: S311
+            clock=clock,
+            wall_clock=wall_clock,
+            wait=wait,
+            waiting=self._not_busy,
+        )
         self._spool = spool
-        self._client = client
-        self._max_batch_bytes = max_batch_bytes
+        self._client = client  # its connections are renewed after a fork; the delivery pushes
         self._max_batch_records = max_batch_records
         self._batch_interval_s = batch_interval_s
-        self._backoff_initial_s = backoff_initial_s
-        self._backoff_max_s = backoff_max_s
-        self.dead_letter_path = Path(dead_letter_path)
-        self._dead_letter_max_bytes = dead_letter_max_bytes
-        self._node_id_label = node_id_label
-        self._default_labels = dict(default_labels)
-        self._on_error = on_error
-        # Jitter needs no cryptographic strength; an injectable Random keeps tests exact.
-        self._rng = rng if rng is not None else random.Random()  # noqa: S311
         self._clock = clock
-        self._wall_clock = wall_clock
-        self._wait = wait
         self._thread: threading.Thread | None = None
-        self._reported: set[str] = set()
         self._acked_records = 0
         self._progress_count = 0
-        self._batches_sent = 0
-        self._records_sent = 0
-        self._bytes_sent = 0
-        self._retried = 0
-        self._dead_lettered = 0
-        self._last_status: int | None = None
-        self._last_error: str | None = None
-        self._last_error_unix_s: float | None = None
-        self._last_success_unix_s: float | None = None
-        self._consecutive_failures = 0
-        self._reconciled = 0
-        self._resent_unreconciled = 0
-        directory = getattr(spool, "directory", None)
-        self._doubt = InDoubt(Path(directory) if directory is not None else None, wall_clock, clock)
-        self._batch_end = None
-        self._pushed = 0
-        self._ship_halt = None
-        self._ship_deadline = None
         #: True while the thread reads, pushes or acknowledges a batch, and not while it
         #: waits for records or backs off (read without a lock by logging threads: the
         #: durable sink gives the shipper a turn at the GIL then, see ``_durable``).
@@ -200,13 +163,16 @@ class Shipper(BatchDelivery):
         self._new_sync_objects()
 
     def _new_sync_objects(self) -> None:
-        self._stats_lock = threading.Lock()
         self._ship_lock = threading.Lock()  # one batch in flight per process: peek is shared
         self._progress = threading.Condition()
         self._stop = threading.Event()  # ends the thread
         self._flush_all = threading.Event()  # the next wake ships everything (flush)
         self._cancel = threading.Event()  # ends a ship_pending() call
-        self._kick = threading.Event()  # cuts a backoff wait short (flush, stop)
+
+    @property
+    def dead_letter_path(self) -> Path:
+        """The JSON-lines file for entries Loki refuses."""
+        return self._delivery.dead_letter_path
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -258,7 +224,7 @@ class Shipper(BatchDelivery):
     def request_flush(self) -> None:
         """Make the thread ship everything now, cutting a backoff short; do not wait."""
         self._flush_all.set()
-        self._kick.set()
+        self._delivery.interrupt()
         self._spool.wake.set()
 
     def stop(self, timeout_s: float = 5.0) -> bool:
@@ -285,7 +251,7 @@ class Shipper(BatchDelivery):
         """
         self._stop.set()
         self._cancel.set()
-        self._kick.set()
+        self._delivery.interrupt()
         self._spool.wake.set()
         thread = self._thread
         if thread is None:
@@ -310,7 +276,7 @@ class Shipper(BatchDelivery):
             True when the spool is empty, False when the time ran out first.
         """
         deadline = self._clock() + deadline_s
-        self._sync_spool()
+        self._delivery.sync_spool()
         self._cancel.clear()
         return self._ship_available(deadline, halt=self._cancel)
 
@@ -324,6 +290,7 @@ class Shipper(BatchDelivery):
         self._thread = None
         self.busy = False  # the parent's push, if one was in flight at the fork
         self._new_sync_objects()
+        self._delivery.after_fork_in_child()
         self._client.after_fork_in_child()
 
     def stats(self) -> ShipperStats:
@@ -338,21 +305,7 @@ class Shipper(BatchDelivery):
             ``resent_unreconciled`` (records pushed again without knowing whether Loki held
             them: each may be visible twice; see ``_reconcile``).
         """
-        with self._stats_lock:
-            return {
-                "batches_sent": self._batches_sent,
-                "records_sent": self._records_sent,
-                "bytes_sent": self._bytes_sent,
-                "retried": self._retried,
-                "dead_lettered": self._dead_lettered,
-                "last_status": self._last_status,
-                "last_error": self._last_error,
-                "last_error_unix_s": self._last_error_unix_s,
-                "last_success_unix_s": self._last_success_unix_s,
-                "consecutive_failures": self._consecutive_failures,
-                "reconciled": self._reconciled,
-                "resent_unreconciled": self._resent_unreconciled,
-            }
+        return self._delivery.stats()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -368,7 +321,7 @@ class Shipper(BatchDelivery):
             wake.clear()
             if self._stop.is_set():
                 break
-            self._sync_spool()
+            self._delivery.sync_spool()
             if pending_bytes is None or self._flush_all.is_set():
                 self._flush_all.clear()
                 self._ship_available(None, halt=self._stop)
@@ -398,9 +351,7 @@ class Shipper(BatchDelivery):
             try:
                 shipped = self._ship_next(deadline, halt=halt)
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any failure
-                reason = f"shipping failed: {type(exc).__name__}: {exc}"
-                self._note_failure(None, reason, f"exception:{type(exc).__name__}")
-                if not self._backoff(None, deadline, halt=halt):
+                if not self._delivery.back_off_after(exc, deadline, halt=halt):
                     return False
                 continue
             if shipped is None:
@@ -414,9 +365,10 @@ class Shipper(BatchDelivery):
     def _full_batch_bytes(self) -> int:
         # The spool's wake threshold when it has one: it may ask for smaller batches.
         wake_bytes = getattr(self._spool, "wake_bytes", None)
-        if isinstance(wake_bytes, int) and 0 < wake_bytes < self._max_batch_bytes:
+        max_batch_bytes = self._delivery.max_batch_bytes
+        if isinstance(wake_bytes, int) and 0 < wake_bytes < max_batch_bytes:
             return wake_bytes
-        return self._max_batch_bytes
+        return max_batch_bytes
 
     def _ship_next(self, deadline: float | None, *, halt: threading.Event) -> bool | None:
         """Deliver and ack the oldest batch: None if none, False if stop/deadline came first."""
@@ -424,40 +376,23 @@ class Shipper(BatchDelivery):
             timeout = -1.0 if deadline is None else max(0.0, deadline - self._clock())
             if not self._ship_lock.acquire(timeout=timeout):
                 return False
-            acked = 0
             self.busy = True
             try:
                 batch = self._spool.peek_batch(
-                    max_records=self._max_batch_records, max_bytes=self._max_batch_bytes
+                    max_records=self._max_batch_records,
+                    max_bytes=self._delivery.max_batch_bytes,
                 )
                 if batch is None:
                     return None
-                # Records that a previous process's push may have carried are in doubt, and
-                # every push records how far this one may reach (``_reconcile``).
-                self._doubt.note_batch(batch)
-                end = getattr(batch, "end", None)
-                self._batch_end = SpoolPosition(*end) if isinstance(end, tuple) else None
-                self._ship_halt, self._ship_deadline = halt, deadline
-                outcome, done = self._deliver(
-                    batch.records,
-                    deadline,
-                    halt=halt,
-                    payload_bytes=getattr(batch, "payload_bytes", -1),
-                )
-                if outcome is _Delivery.DONE:
-                    self._spool.ack(batch)
-                    self._doubt.acked(batch)
-                    acked = len(batch.records)
-                elif done:
-                    acked = self._ack_done_part(batch.records, done)
+                outcome, acked = self._delivery.deliver(batch, deadline, halt=halt)
             finally:
                 self.busy = False
                 self._ship_lock.release()
             if acked:
                 self._note_acked(acked)
-            if outcome is _Delivery.STOPPED:
+            if outcome is Outcome.STOPPED:
                 return False
-            if outcome is _Delivery.DONE:
+            if outcome is Outcome.DONE:
                 return True
             # AGAIN: the whole batch failed and the backoff is over. Peek afresh rather than
             # resend the copy in memory: the peek fsyncs what was appended meanwhile (the
@@ -467,6 +402,15 @@ class Shipper(BatchDelivery):
 
     def _pending_records(self) -> int:
         return self._spool.stats().records
+
+    @contextlib.contextmanager
+    def _not_busy(self) -> Iterator[None]:
+        """While the delivery backs off: logging threads need not let this thread in."""
+        busy, self.busy = self.busy, False
+        try:
+            yield
+        finally:
+            self.busy = busy
 
     def _note_acked(self, records: int) -> None:
         with self._progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -19,6 +20,7 @@ import pytest
 
 from agent_logging.errors import ConfigurationError
 from agent_logging.loki._client import LokiClient, PushResult
+from agent_logging.shipping._delivery import Delivery, Outcome
 from agent_logging.shipping._shipper import Shipper
 from agent_logging.spool._spool import Spool
 from tests.agent_logging.loki.test_loki_client import NGINX_PLAIN_HTTP, REQUEST_REFUSED
@@ -288,6 +290,44 @@ def test_ships_and_acks(
         "reconciled": 0,
         "resent_unreconciled": 0,
     }
+
+
+def test_a_delivery_acks_a_batch_stored_and_leaves_one_stopped_by_halt_spooled(
+    spool: FakeSpool, fake_loki: FakeLoki, fake_time: FakeTime, tmp_path: Path
+) -> None:
+    # The design without its runner: built on its own, handed the batches the runner peeks.
+    lines = fill(spool, 3)
+    client = LokiClient(
+        "http://loki.test", encoding="json", transport=httpx.MockTransport(fake_loki)
+    )
+    delivery = Delivery(
+        spool,
+        client,
+        max_batch_bytes=1 << 20,
+        backoff_initial_s=0.5,
+        backoff_max_s=60.0,
+        dead_letter_path=tmp_path / "dl.jsonl",
+        dead_letter_max_bytes=1 << 20,
+        node_id_label=False,
+        default_labels=LABELS,
+        on_error=None,
+        rng=MaxJitter(),
+        clock=fake_time.clock,
+        wall_clock=lambda: WALL,
+        wait=fake_time.wait,
+        waiting=contextlib.nullcontext,
+    )
+    halt = threading.Event()
+
+    assert delivery.deliver(spool.peek_batch(max_records=2), None, halt=halt) == (Outcome.DONE, 2)
+    fake_loki.script = {1: httpx.Response(503)}
+    halt.set()
+    assert delivery.deliver(spool.peek_batch(), None, halt=halt) == (Outcome.STOPPED, 0)
+
+    client.close()
+    assert fake_loki.lines == lines[:2]
+    assert spool.stats().records == 1
+    assert (delivery.stats()["records_sent"], delivery.stats()["retried"]) == (2, 1)
 
 
 def test_batches_respect_the_record_limit(
