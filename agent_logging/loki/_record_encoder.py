@@ -45,10 +45,13 @@ from agent_logging.loki._wire import (
     timestamp_prefixes,
     uvarint,
 )
-from agent_logging.pipeline._render import TRUNCATE_TO_CHARS
 from agent_logging.spool._segments import SpooledRecord
 
-__all__ = ["STREAM_KEY_FIELDS", "encode_records", "stream_key"]
+__all__ = ["STREAM_KEY_FIELDS", "TRUNCATE_TO_CHARS", "encode_records", "stream_key"]
+
+#: Strings longer than this are the first to be cut when a record is too large
+#: (``pipeline._render``): a stream key is taken only of fields the line holds verbatim.
+TRUNCATE_TO_CHARS: Final = 1024
 
 #: The record fields a stream key (:func:`stream_key`) depends on.
 STREAM_KEY_FIELDS: Final = _FIELD_KEYS

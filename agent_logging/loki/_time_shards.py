@@ -3,8 +3,8 @@
 Why. Loki's ingester refuses an entry older than the newest entry of its stream minus
 ``max_chunk_age / 2`` (1 h by default): "entry too far behind". A stream that a live process
 keeps at the present refuses a backlog more than an hour old: the orphan spool of a crashed
-worker adopted while its parent logs on (``spool._adoption``), or the backlogs of several replicas
-whose streams share their labels, draining at different speeds after a Loki outage, each
+worker adopted while its parent logs on (``shipping._adoption``), or the backlogs of several
+replicas whose streams share their labels, draining at different speeds after a Loki outage, each
 behind the others' present. Loki 3.4 and later answer this with
 ``shard_streams.time_sharding_enabled`` (off by default): an entry older than
 ``time_sharding_ignore_recent`` (40 min) gets a ``__time_shard__`` label naming the

@@ -14,6 +14,7 @@ from typing import Any, Final
 import orjson
 
 from agent_logging._types import EventDict
+from agent_logging.loki._record_encoder import TRUNCATE_TO_CHARS
 from agent_logging.schema import CONTEXT_KEYS, rfc3339_ns
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
 #: Loki refuses lines over 256 KB (``max_line_size``); a record is shrunk to fit below it.
 MAX_LINE_BYTES: Final = 256 * 1024 - 1024
 
-#: Strings longer than this are the first to be cut when a record is too large.
-TRUNCATE_TO_CHARS: Final = 1024
 _TRUNCATE_TO: Final = TRUNCATE_TO_CHARS
 
 #: orjson's options for a record (:func:`render`), with :func:`fallback` as its ``default``.

@@ -13,7 +13,8 @@ One delivery design with two runners.
   reads the service's spool through a stand-in; ``_counters`` keeps the children's counters).
 
 ``_durable`` is the pipeline's sink for the durable path (record → spool → runner → Loki) and
-picks the runner. ``agent-logging drain``, the gate before a reimage (``_drain``), ships what is
+picks the runner; ``_adoption`` ships the orphan spools of dead processes from a thread of its
+own. ``agent-logging drain``, the gate before a reimage (``_drain``), ships what is
 left with a ``Shipper`` in the calling thread and checks that everything spooled is visible
 (``_visibility``).
 """

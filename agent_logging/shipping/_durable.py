@@ -13,7 +13,7 @@ Layout of ``spool_dir`` (the root)::
 At start, and every minute after, the process also adopts every other spool under the root
 that nobody holds (its owner died, was replaced by this process after a restart or an
 upgrade, or was a forked worker that crashed while this process runs on), ships it in the
-background and removes it once empty (``spool._adoption``). ``agent-logging drain`` walks the same
+background and removes it once empty (``_adoption``). ``agent-logging drain`` walks the same
 layout.
 
 The hot path is :meth:`Durable.write_keyed`: one ``Spool.append`` (a framed copy into the
@@ -42,10 +42,10 @@ from agent_logging._types import EventDict
 from agent_logging.loki._client import LokiClient, PushResult, QueriedEntry
 from agent_logging.loki._entries import PushEntry, RecordLike
 from agent_logging.loki._record_encoder import stream_key
+from agent_logging.shipping._adoption import Adoption
 from agent_logging.shipping._child import default_labels
 from agent_logging.shipping._process import ProcessShipper
 from agent_logging.shipping._shipper import Shipper
-from agent_logging.spool._adoption import Adoption
 from agent_logging.spool._dirs import (
     DEAD_LETTER_NAME,
     open_own_spool,

@@ -8,6 +8,6 @@ process), counts what it did (``_stats``), re-creates its directory when it is d
 never touches its parent's files in a forked child. On disk (``_dirs``, ``_segments``): one
 directory per service, owned by the process holding its lock (``_lock``), with a ledger of what
 each segment was given (``_ledger``) so that damage is found and its cost counted
-(``_quarantine``). Orphan spools of dead processes are adopted (``_adoption``). Options are
-checked once, at open (``_options``).
+(``_quarantine``); orphan spools of dead processes are shipped by ``agent_logging.shipping``.
+Options are checked once, at open (``_options``).
 """

@@ -35,7 +35,7 @@ from agent_logging.schema import rfc3339_ns
 from agent_logging.shipping import _durable
 from agent_logging.shipping._durable import Durable
 from agent_logging.shipping._shipper import Shipper
-from agent_logging.spool import _adoption
+from agent_logging.shipping import _adoption
 from agent_logging.spool._dirs import DEAD_LETTER_NAME
 from agent_logging.spool._spool import Spool, read_all
 from tests.lokisim import Limits, LokiServer
