@@ -32,10 +32,9 @@ import agent_logging
 from agent_logging import _state
 from agent_logging.loki._client import LokiClient, QueriedEntry
 from agent_logging.schema import rfc3339_ns
-from agent_logging.shipping import _durable
+from agent_logging.shipping import _adoption, _durable
 from agent_logging.shipping._durable import Durable
 from agent_logging.shipping._shipper import Shipper
-from agent_logging.shipping import _adoption
 from agent_logging.spool._dirs import DEAD_LETTER_NAME
 from agent_logging.spool._spool import Spool, read_all
 from tests.lokisim import Limits, LokiServer

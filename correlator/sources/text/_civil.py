@@ -1,0 +1,109 @@
+"""Wall-clock times read in a zone: what the formats that write no UTC offset (oslo, klog,
+Python's ``asctime``, syslog's RFC 3164) need, and the year of the formats that write none
+(klog, RFC 3164).
+
+A local time that a daylight-saving change skips or repeats takes the offset in force before
+the change (PEP 495's ``fold=0``), as nginx's error-log times do (``correlator.sources._time``).
+
+A time without a year is placed in the latest year that does not put it more than
+:data:`FUTURE_SLACK_NS` after now: a log read in January whose lines say ``Dec 31`` is last
+year's, one read the same day is this year's, and a clock a few hours ahead of the reader's
+(another zone, a drifting host) does not throw a line back a year.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, tzinfo
+from typing import Final
+
+from correlator.sources._time import MAX_NS, MIN_NS, OUT_OF_RANGE
+
+__all__ = ["FUTURE_SLACK_NS", "civil_ns", "fraction_ns", "yearless_ns"]
+
+_NS: Final = 1_000_000_000
+_EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
+#: How far after now a yearless time may fall and still be this year's: a day, for clocks in
+#: other zones and hosts that drift.
+FUTURE_SLACK_NS: Final = 86_400 * _NS
+#: How many years back a yearless 29 February looks for a leap year (at most 8 apart: 1896
+#: to 1904, 2096 to 2104).
+_LEAP_SEARCH: Final = 8
+
+
+def fraction_ns(digits: str | None) -> int:
+    """Nanoseconds of a decimal fraction of a second (``"123"`` is 123 ms); more than nine
+    digits are truncated."""
+    if not digits:
+        return 0
+    return int(digits[:9].ljust(9, "0"))
+
+
+def civil_ns(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, nanos: int, zone: tzinfo
+) -> int:
+    """The instant of a wall-clock time in ``zone``.
+
+    Args:
+        year, month, day, hour, minute, second: the time as written (second 60, a leap
+            second, counts as the next second's start).
+        nanos: its fraction of a second, in nanoseconds.
+        zone: the zone the clock that wrote it was in.
+
+    Returns:
+        Nanoseconds since the UNIX epoch, UTC.
+
+    Raises:
+        ValueError: an impossible date or time of day, or an instant outside 1677-2262.
+    """
+    try:
+        days = date(year, month, day).toordinal() - _EPOCH_ORDINAL
+    except ValueError as exc:
+        raise ValueError(f"{year:04}-{month:02}-{day:02} is not a valid date: {exc}") from None
+    if hour > 23 or minute > 59 or second > 60:
+        raise ValueError(f"{hour:02}:{minute:02}:{second:02} is not a valid time of day")
+    local_s = days * 86_400 + hour * 3600 + minute * 60 + second
+    offset = zone.utcoffset(None)  # a fixed offset needs no date
+    if offset is None:
+        try:
+            # Arithmetic on an aware datetime is wall-clock arithmetic, and yields fold=0.
+            offset = (datetime(1970, 1, 1, tzinfo=zone) + timedelta(seconds=local_s)).utcoffset()
+        except OverflowError:
+            raise ValueError(f"year {year} is {OUT_OF_RANGE}") from None
+        if offset is None:
+            raise ValueError(f"time zone {zone!r} gives no UTC offset")
+    ts_ns = (local_s - int(offset.total_seconds())) * _NS + nanos
+    if not MIN_NS <= ts_ns <= MAX_NS:
+        raise ValueError(f"year {year} is {OUT_OF_RANGE}")
+    return ts_ns
+
+
+def yearless_ns(
+    month: int,
+    day: int,
+    hour: int,
+    minute: int,
+    second: int,
+    nanos: int,
+    zone: tzinfo,
+    now_ns: int,
+) -> int:
+    """The instant of a wall-clock time without a year, in the latest year that puts it no
+    more than :data:`FUTURE_SLACK_NS` after ``now_ns`` (the module says why).
+
+    Raises:
+        ValueError: no such year (an impossible date or time of day, 29 February with no leap
+            year near), or an instant outside 1677-2262.
+    """
+    year = datetime.fromtimestamp(now_ns // _NS, zone).year
+    error = ValueError(f"{month:02}-{day:02} is not a valid date in any recent year")
+    for candidate in range(year, year - _LEAP_SEARCH, -1):
+        try:
+            ts_ns = civil_ns(candidate, month, day, hour, minute, second, nanos, zone)
+        except ValueError as exc:
+            error = exc
+            if month == 2 and day == 29:  # look for the last leap year
+                continue
+            raise
+        if ts_ns <= now_ns + FUTURE_SLACK_NS:
+            return ts_ns
+    raise error
