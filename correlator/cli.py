@@ -495,6 +495,12 @@ def _run(args: argparse.Namespace) -> int:
             return demo.run(args, serve=main)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "ingest" and not Path(args.db).exists():
+            # An ingest that can read none of its files must not leave an empty database
+            # behind either: the next read would answer "no evidence" instead of "no database".
+            from correlator.ingest import check_readable
+
+            check_readable(Path(p) for p in args.paths or () if p != "-")
         with Store(args.db, read_only=read_only) as store:
             return _COMMANDS[args.command](args, store)
     except (QueryError, InputError) as exc:

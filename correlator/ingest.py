@@ -46,6 +46,7 @@ from correlator.sources._lines import UTF8_BOM, without_bom
 from correlator.store import IngestResult, Store
 
 __all__ = [
+    "check_readable",
     "ingest_items",
     "ingest_lines",
     "ingest_paths",
@@ -255,6 +256,17 @@ _FILE_TYPES: Final = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def check_readable(paths: Iterable[Path]) -> None:
+    """Refuse, before anything is read or created, a path that cannot be read as a file of
+    evidence (the messages :func:`ingest_paths` would give on reaching it).
+
+    Raises:
+        InputError: naming the first such path and why.
+    """
+    for path in paths:
+        _open(path).close()
 
 
 def _refuse_irregular(path: Path) -> None:

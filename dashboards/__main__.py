@@ -24,7 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0, or 1 when ``--check`` finds stale files.
     """
-    parser = argparse.ArgumentParser(prog="python -m dashboards", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m dashboards",
+        description="Regenerate the dashboard JSON. With --check nothing is written, and the "
+        "exit status is 1 when a committed file differs from a fresh build (or is missing, or "
+        "no dashboard produces it any more), naming the files.",
+    )
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if the files differ from a fresh build"
     )

@@ -422,6 +422,26 @@ def test_ingest_still_creates_the_database(
     assert len(orjson.loads(capsys.readouterr().out)["events"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("folder", "reason"),
+    [(False, "No such file or directory"), (True, "it is a directory, not a regular file")],
+    ids=["missing", "directory"],
+)
+def test_an_ingest_that_can_read_none_of_its_files_creates_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: bool, reason: str
+) -> None:
+    # It left an empty ./correlator.duckdb behind, and the next timeline answered "no
+    # evidence" instead of "no database".
+    db = tmp_path / "c.duckdb"
+    evidence = tmp_path / "app.jsonl"
+    if folder:
+        evidence.mkdir()
+    assert main(["--db", str(db), "ingest", "--source", "agent", "--quiet", str(evidence)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"correlator: cannot read {evidence}: ") and reason in err
+    assert not db.exists()
+
+
 def test_an_unwritable_html_file_is_named_with_the_reason(
     tmp_path: Path, ingested: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

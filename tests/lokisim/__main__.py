@@ -28,9 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The process exit status.
     """
-    parser = argparse.ArgumentParser(prog="python -m tests.lokisim", description=__doc__)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=3100)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.lokisim",
+        description="Serve the Loki test server stand-alone until SIGTERM or SIGINT. The first "
+        "line printed is 'listening on http://HOST:PORT' (useful with --port 0).",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=3100, help="port to listen on (0: any free)")
     parser.add_argument("--auth-enabled", action="store_true", help="require X-Scope-OrgID")
     args = parser.parse_args(argv)
     stop = threading.Event()
