@@ -510,6 +510,7 @@ def test_ingest_refuses_what_is_not_a_regular_file(
     odd = tmp_path / "odd"
     make(odd)
     db = tmp_path / "evidence.duckdb"
+    Store(db).close()  # an existing database (into a new one, nothing would be created at all)
 
     status = _ingest_in_thread(
         ["--db", str(db), "ingest", "--source", "agent", str(good), str(odd)]
