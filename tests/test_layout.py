@@ -1,6 +1,7 @@
 """The folder tree is the architecture: no import circles in any package (not even behind
-``TYPE_CHECKING`` or inside a function), the evidence schema at the bottom of the library, and
-the correlator, the dashboards and the devstack using only public names of ``agent_logging``.
+``TYPE_CHECKING`` or inside a function), the evidence schema at the bottom of the library, the
+correlator, the dashboards and the devstack using only public names of ``agent_logging``, and no
+module reaching into the private state of another module's objects.
 
 The import graph is read from the source (``ast``), so it sees every import a module can make,
 whichever branch or function it sits in.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -131,3 +133,59 @@ def test_only_public_names_of_agent_logging_are_used(package: str) -> None:
         and (any(part.startswith("_") for part in module.split(".")) or imported.startswith("_"))
     ]
     assert private == []
+
+
+#: Private-looking names that are public API: a named tuple's methods.
+_NAMED_TUPLE_API: Final = frozenset({"_replace", "_asdict", "_fields", "_make"})
+
+
+def _foreign_private_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """``obj._name`` where ``obj`` is not ``self``/``cls``/``super()`` and the module defines no
+    ``_name`` of its own (no function, attribute of ``self`` or variable of that name): a read
+    or write of another module's object's private state."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            own.add(node.target.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            own.add(node.attr)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        name, value = node.attr, node.value
+        if not name.startswith("_") or name.startswith("__") or name in _NAMED_TUPLE_API:
+            continue
+        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+            continue
+        if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "super":
+            continue
+        if name not in own:
+            found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_a_foreign_private_read_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "probe.py"
+    module.write_text(
+        "class A:\n    def __init__(self):\n        self._mine = 1\n\n"
+        "def f(a, spool, entry):\n    return a._mine, spool._segments, entry._replace()\n",
+        encoding="utf-8",
+    )
+    assert _foreign_private_reads(module, tmp_path) == ["probe.py:6: spool._segments"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_reaches_into_another_modules_private_state(package: str) -> None:
+    found = [hit for path in _modules(package).values() for hit in _foreign_private_reads(path)]
+    assert found == []
