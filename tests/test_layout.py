@@ -189,3 +189,19 @@ def test_a_foreign_private_read_is_found(tmp_path: Path) -> None:
 def test_no_module_reaches_into_another_modules_private_state(package: str) -> None:
     found = [hit for path in _modules(package).values() for hit in _foreign_private_reads(path)]
     assert found == []
+
+
+def test_arrows_between_the_library_s_folders_point_one_way() -> None:
+    # One capability per folder: a folder that imports another is never imported back by it.
+    folders = {path.name for path in (ROOT / "agent_logging").iterdir() if path.is_dir()}
+    arrows = set()
+    for name, path in _modules("agent_logging").items():
+        parts = name.split(".")
+        if len(parts) < 3 or parts[1] not in folders:
+            continue
+        for module, _, _ in _imports(path):
+            target = module.split(".")
+            inside = target[0] == "agent_logging" and len(target) > 1
+            if inside and target[1] in folders and target[1] != parts[1]:
+                arrows.add((parts[1], target[1]))
+    assert sorted(arrow for arrow in arrows if arrow[::-1] in arrows) == []

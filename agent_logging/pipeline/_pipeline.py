@@ -19,10 +19,15 @@ from agent_logging._types import EventDict
 from agent_logging.context import _context, _otel
 from agent_logging.loki._record_encoder import STREAM_KEY_FIELDS, stream_key
 from agent_logging.pipeline._direct import NOT_PLAIN, DirectLines, Envelope
-from agent_logging.pipeline._processors import add_error, add_span_ids, check_call_site_ids
+from agent_logging.pipeline._processors import (
+    add_error,
+    add_span_ids,
+    check_call_site_ids,
+    check_late_trace_ids,
+)
 from agent_logging.pipeline._render import render
 from agent_logging.redaction._redact import redact
-from agent_logging.schema import IDENTIFIER_KEYS, rfc3339_ns
+from agent_logging.schema import CONTEXT_KEYS, rfc3339_ns
 
 __all__ = ["ENVELOPE_FIELDS", "LEVELS", "Pipeline", "Processor", "Sink"]
 
@@ -44,7 +49,8 @@ LEVELS: Final[Mapping[str, tuple[int, str]]] = {
 
 # Call-site fields that send a record through a processor; nearly every call has none, so the
 # hot path tests for them in one C-level set operation instead of calling the processor.
-_ID_FIELDS: Final = frozenset(IDENTIFIER_KEYS)
+# Call-site fields checked before the record is built: the identifiers and the trace ids.
+_ID_FIELDS: Final = frozenset(CONTEXT_KEYS)
 _ERROR_FIELDS: Final = frozenset({"exc_info", "owner_layer"})
 _KEY_FIELDS: Final = frozenset(STREAM_KEY_FIELDS)
 #: The record's envelope: when it was, how severe, and who said it (the stream's labels). The
@@ -113,6 +119,8 @@ class Pipeline:
         # only when its case applies), then the user's processors, then redaction.
         self._spans = _otel.AVAILABLE
         chain: list[Processor] = list(processors)
+        if processors:  # a trace id they put in the record is checked as a call site's
+            chain.append(check_late_trace_ids)
         chain.append(redact)  # last: nothing added after it escapes redaction
         self._chain: Final = tuple(chain)
         self._lock = threading.Lock()

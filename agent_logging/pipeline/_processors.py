@@ -17,12 +17,19 @@ from agent_logging._types import OWNER_LAYERS, EventDict
 from agent_logging.context import _context, _otel
 from agent_logging.owner import error_info
 from agent_logging.redaction._secrets import redact_text
-from agent_logging.schema import CONTEXT_KEYS, IDENTIFIER_KEYS, MAX_ID_LENGTH, id_problem
+from agent_logging.schema import (
+    CONTEXT_KEYS,
+    IDENTIFIER_KEYS,
+    MAX_ID_LENGTH,
+    TRACE_KEYS,
+    id_problem,
+)
 
 __all__ = [
     "add_error",
     "add_span_ids",
     "check_call_site_ids",
+    "check_late_trace_ids",
     "current_context",
     "passed",
     "reject_trace_id",
@@ -38,7 +45,7 @@ MAX_OWNER_LAYER_CHARS: Final = 100
 
 #: Call-site identifier and trace id values that passed ``problem``, and the key each passed
 #: for (a trace id is no span id): a request's records repeat them, and the check is a
-#: regular expression, ~0.4 µs. Also read by redaction, for the trace ids it checks.
+#: regular expression, ~0.4 µs.
 passed: dict[str, str] = {}
 _PASSED_SIZE: Final = 4096
 
@@ -153,6 +160,25 @@ def reject_trace_id(event_dict: EventDict, key: str, value: object, reason: str)
     else:
         del event_dict[key]
     _rejected_ids(event_dict)[key] = _rejection(value, reason)
+
+
+def check_late_trace_ids(logger: object, method_name: str, event_dict: EventDict) -> EventDict:
+    """A ``trace_id``/``span_id`` that a processor of the service's put in the record, checked
+    as a call site's is (:func:`reject_trace_id` takes a bad one out), just before redaction,
+    which leaves trace ids as they are. In the chain only when the service has processors:
+    every other way into a record (a call site, a binding, the OpenTelemetry span) checked its
+    trace ids already.
+    """
+    for key in TRACE_KEYS:
+        value = event_dict.get(key)
+        if value is None or (type(value) is str and passed.get(value) == key):
+            continue
+        reason = id_problem(key, value)
+        if reason is None:
+            remember_passed(key, value)
+        else:
+            reject_trace_id(event_dict, key, value, reason)
+    return event_dict
 
 
 def _rejected_ids(event_dict: EventDict) -> dict[str, Any]:

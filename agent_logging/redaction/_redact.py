@@ -23,12 +23,11 @@ and a dataclass become plain dicts, redacted as such, and any other object its r
 It runs on every log call (the whole call has ~5 µs), so it is built around a prefilter: a
 string is scanned only if it contains a trigger (``:``, ``=`` or one of a few token prefixes),
 clean strings up to 256 characters are remembered, which fields to look at is worked out once
-per record shape, and the identifier fields, validated when they were bound or given at the
-call site, are skipped. ``trace_id`` and ``span_id`` are not: they are checked at the call
-site only when the call has one of the five identifiers too, so here a value that is not
-W3C-shaped (a secret passed by mistake, 80 KB that Loki would refuse the record for) is
-taken out of the record (:func:`agent_logging.pipeline._processors.reject_trace_id`); one seen valid
-costs a dict lookup. Measured with ``python -m timeit`` on the 2-core development VM (noisy;
+per record shape, and the identifier and trace id fields, validated when they were bound or
+given (the pipeline checks those a call site or a processor put in the record before it
+redacts it, ``pipeline._processors``), are skipped. Redaction depends on nothing of the
+library but the schema, so that the identifiers' and the pipeline's modules can use it to
+quote what they refuse. Measured with ``python -m timeit`` on the 2-core development VM (noisy;
 best of 9), for a record of a 60-character event, five identifiers and four small extra
 fields: 1.1 µs when its strings were seen before, 2.7 µs when the event and a path are new on
 every call, against 0.56-1.3 µs for ``orjson.dumps`` of the same record in the same runs.
@@ -47,7 +46,6 @@ from urllib.parse import ParseResult, ParseResultBytes, SplitResult, SplitResult
 from uuid import UUID
 
 from agent_logging._types import EventDict
-from agent_logging.pipeline._processors import passed, reject_trace_id, remember_passed
 from agent_logging.redaction._secrets import (
     CLEAN_MAX_CHARS,
     REDACTED,
@@ -58,19 +56,19 @@ from agent_logging.redaction._secrets import (
     scan_unfiltered,
 )
 from agent_logging.redaction._sensitive_keys import is_sensitive_key
-from agent_logging.schema import IDENTIFIER_KEYS, TRACE_KEYS, id_problem
+from agent_logging.schema import CONTEXT_KEYS
 
 __all__ = ["REDACTED", "is_sensitive_key", "redact", "redact_text", "redact_value"]
 
-#: Keys whose values are never looked at: set by the library, or identifiers validated when
-#: bound or given (DESIGN §3). ``event`` is deliberately absent: it is the caller's free text;
-#: so are the trace ids, which are checked (see the module docstring).
-_SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *IDENTIFIER_KEYS})
+#: Keys whose values are never looked at: set by the library, or identifiers and trace ids
+#: validated when bound or given (DESIGN §3; the pipeline checks a trace id a call site or a
+#: processor of the service's put in the record before it reaches redaction). ``event`` is
+#: deliberately absent: it is the caller's free text.
+_SKIP_KEYS: Final = frozenset({"ts", "level", "service", "layer", "env", *CONTEXT_KEYS})
 
 # What a record shape's plan says of each field it looks at.
 _PLAIN: Final = 0  # redacted as text or value
 _SECRET: Final = 1  # under a sensitive key: redacted whole
-_TRACE_ID: Final = 2  # trace_id or span_id: checked
 _RENAME: Final = 3  # last, once per shape that has them: keys that hold a secret are renamed
 
 #: Value types that cannot hold text.
@@ -288,14 +286,12 @@ def _text(value: object) -> str:
 
 
 def _plan(keys: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
-    """The fields of a record shape to look at and what each is: the trace ids first (a
-    rejected one changes the record's shape), then the others, a secret's or plain; last, if
+    """The fields of a record shape to look at and what each is, a secret's or plain; last, if
     a key holds a secret itself (``**{"password=hunter2": 1}``), the renaming of such keys."""
-    traces = tuple((key, _TRACE_ID) for key in keys if key in TRACE_KEYS)
-    plan = traces + tuple(
+    plan = tuple(
         (key, _SECRET if isinstance(key, str) and is_sensitive_key(key) else _PLAIN)
         for key in keys
-        if key not in _SKIP_KEYS and key not in TRACE_KEYS
+        if key not in _SKIP_KEYS
     )
     renames = _renames(keys)
     if len(_PLANS) >= _PLANS_SIZE:
@@ -363,18 +359,7 @@ def redact(logger: object, method_name: str, event_dict: EventDict) -> EventDict
     for key, kind in plan:
         value = event_dict[key]
         if kind:
-            if kind == _TRACE_ID:
-                if not (type(value) is str and passed.get(value) == key):
-                    reason = id_problem(key, value)
-                    if reason is not None:
-                        # The trace ids come first in the plan: nothing else was looked at
-                        # yet. The record has a new shape (rejected_ids, perhaps
-                        # rejected_ids_field), and the value that replaced this one (a bound
-                        # id) passed the check.
-                        reject_trace_id(event_dict, key, value, reason)
-                        return redact(logger, method_name, event_dict)
-                    remember_passed(key, value)
-            elif kind == _SECRET:
+            if kind == _SECRET:
                 if not (type(value) is str and value == REDACTED):
                     event_dict[key] = REDACTED
             else:  # _RENAME, last: every value was redacted under its key as given

@@ -11,6 +11,7 @@ from collections import namedtuple
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import ParseResultBytes, SplitResult, urlparse, urlsplit
 
 import httpx
@@ -22,6 +23,7 @@ from requests.structures import CaseInsensitiveDict
 
 import agent_logging
 from agent_logging.context import _context
+from agent_logging.pipeline._processors import check_late_trace_ids
 from agent_logging.redaction import _secrets
 from agent_logging.redaction._redact import (
     REDACTED,
@@ -1218,6 +1220,12 @@ _TRACE_REASON = "must be 32 lower-case hex digits, not all zero (W3C trace-conte
 _SPAN_REASON = "must be 16 lower-case hex digits, not all zero (W3C trace-context)"
 
 
+def checked_then_redacted(logger: object, method_name: str, record: Any) -> Any:
+    """What the pipeline runs last on a record a processor of the service's touched: the
+    late trace-id check (a bad one to ``rejected_ids``, quoted redacted), then redaction."""
+    return redact(logger, method_name, check_late_trace_ids(logger, method_name, record))
+
+
 @pytest.mark.parametrize(
     ("key", "value", "shown", "reason"),
     [
@@ -1251,7 +1259,7 @@ def test_processor_moves_a_trace_id_that_is_not_w3c_to_rejected_ids(
     key: str, value: object, shown: str, reason: str
 ) -> None:
     record = {"ts": "t", "event": "hello", key: value, "user": "password=x"}
-    redact(None, "info", record)
+    checked_then_redacted(None, "info", record)
     assert record == {
         "ts": "t",
         "event": "hello",
@@ -1262,7 +1270,7 @@ def test_processor_moves_a_trace_id_that_is_not_w3c_to_rejected_ids(
 
 def test_processor_keeps_w3c_trace_ids() -> None:
     record = {"event": "hello", "trace_id": TRACE_ID, "span_id": SPAN_ID}
-    assert redact(None, "info", record) == {
+    assert checked_then_redacted(None, "info", record) == {
         "event": "hello",
         "trace_id": TRACE_ID,
         "span_id": SPAN_ID,
@@ -1271,8 +1279,11 @@ def test_processor_keeps_w3c_trace_ids() -> None:
 
 def test_processor_remembers_which_key_a_trace_id_was_valid_for() -> None:
     # Values seen valid are remembered: a trace id is no span id, nor the other way round.
-    assert redact(None, "info", {"trace_id": TRACE_ID, "span_id": SPAN_ID})["span_id"] == SPAN_ID
-    record = redact(None, "info", {"trace_id": SPAN_ID, "span_id": TRACE_ID})
+    assert (
+        checked_then_redacted(None, "info", {"trace_id": TRACE_ID, "span_id": SPAN_ID})["span_id"]
+        == SPAN_ID
+    )
+    record = checked_then_redacted(None, "info", {"trace_id": SPAN_ID, "span_id": TRACE_ID})
     assert record == {
         "rejected_ids": {
             "trace_id": {"value": f"'{SPAN_ID}'", "reason": _TRACE_REASON},
@@ -1290,7 +1301,7 @@ def test_processor_puts_the_bound_trace_id_in_place_of_a_rejected_one() -> None:
             "span_id": SPAN_ID,
             "rejected_ids": "password=hunter2",  # a caller's field of that name, redacted
         }
-        redact(None, "info", record)
+        checked_then_redacted(None, "info", record)
     finally:
         _context.reset(token)
     assert record == {
@@ -1300,6 +1311,30 @@ def test_processor_puts_the_bound_trace_id_in_place_of_a_rejected_one() -> None:
         "rejected_ids": {"trace_id": {"value": "'password=[REDACTED]'", "reason": _TRACE_REASON}},
         "rejected_ids_field": "password=[REDACTED]",
     }
+
+
+@pytest.mark.parametrize("source", ["call site", "processor"])
+def test_a_bad_trace_id_from_a_call_site_or_a_processor_never_reaches_the_line(
+    captured: Capture, source: str
+) -> None:
+    # Redaction leaves trace ids as they are: the pipeline checks a call site's (with or
+    # without an identifier beside it) and, after the service's processors, theirs.
+    def put_trace_id(_logger: object, _method: str, event: Any) -> Any:
+        event["trace_id"] = "password=hunter2"
+        return event
+
+    sink = captured(processors=[put_trace_id] if source == "processor" else [])
+    log = agent_logging.get_logger()
+    if source == "processor":
+        log.info("hello")
+    else:
+        log.info("hello", trace_id="password=hunter2")
+    record = sink.last()
+    assert "trace_id" not in record
+    assert record["rejected_ids"] == {
+        "trace_id": {"value": "'password=[REDACTED]'", "reason": _TRACE_REASON}
+    }
+    assert b"hunter2" not in sink.lines[-1]
 
 
 def test_processor_tolerates_odd_records() -> None:
