@@ -31,9 +31,6 @@ __all__ = [
     "check_call_site_ids",
     "check_late_trace_ids",
     "current_context",
-    "passed",
-    "reject_trace_id",
-    "remember_passed",
 ]
 
 #: Longest traceback text kept in ``error.stack``; Loki's line limit is 256 KB for everything.
@@ -46,7 +43,7 @@ MAX_OWNER_LAYER_CHARS: Final = 100
 #: Call-site identifier and trace id values that passed ``problem``, and the key each passed
 #: for (a trace id is no span id): a request's records repeat them, and the check is a
 #: regular expression, ~0.4 µs.
-passed: dict[str, str] = {}
+_passed: dict[str, str] = {}
 _PASSED_SIZE: Final = 4096
 
 # Every cut below is of redacted text: a cut first could split a secret from what makes it
@@ -123,30 +120,27 @@ def _call_site_problem(event_dict: EventDict, key: str, value: object) -> str | 
             value = event_dict[key] = str(value)
         except ValueError:  # past sys.get_int_max_str_digits(): it once lost the record
             return f"is an integer longer than {MAX_ID_LENGTH} digits"
-    if type(value) is str and passed.get(value) == key:
+    if type(value) is str and _passed.get(value) == key:
         return None
     reason = id_problem(key, value)
     if reason is None:
-        remember_passed(key, value)  # type: ignore[arg-type]  # id_problem() proved it is a str
+        _remember_passed(key, value)  # type: ignore[arg-type]  # id_problem() proved it is a str
     return reason
 
 
-def remember_passed(key: str, value: str) -> None:
-    """Note that ``value`` passed ``problem`` for ``key`` (see :data:`passed`)."""
-    if len(passed) >= _PASSED_SIZE:
-        passed.clear()  # values are per request: bound the memory, keep it simple
-    passed[value] = key
+def _remember_passed(key: str, value: str) -> None:
+    """Note that ``value`` passed ``problem`` for ``key`` (see ``_passed``)."""
+    if len(_passed) >= _PASSED_SIZE:
+        _passed.clear()  # values are per request: bound the memory, keep it simple
+    _passed[value] = key
 
 
-def reject_trace_id(event_dict: EventDict, key: str, value: object, reason: str) -> None:
-    """Take a call-site ``trace_id``/``span_id`` that ``problem`` refused out of a record
-    that was already built, as :func:`check_call_site_ids` would have before: the bound one,
-    if any, takes its place, and the value goes to ``rejected_ids`` with ``reason``.
-
-    For redaction, the last processor, which meets such a value where the pipeline did not
-    call :func:`check_call_site_ids` (it does only for a call with one of the five
-    identifiers) or where a user processor set it: unchecked, it would reach the line, Loki's
-    structured metadata (whose size limit refuses the whole record) and queries.
+def _reject_trace_id(event_dict: EventDict, key: str, value: object, reason: str) -> None:
+    """Take a ``trace_id``/``span_id`` that ``problem`` refused out of a record that was
+    already built (a service's processor put it there), as :func:`check_call_site_ids` would
+    have before: the bound one, if any, takes its place, and the value goes to
+    ``rejected_ids`` with ``reason``. Unchecked, it would reach the line, Loki's structured
+    metadata (whose size limit refuses the whole record) and queries.
 
     Args:
         event_dict: the record; edited in place.
@@ -164,20 +158,18 @@ def reject_trace_id(event_dict: EventDict, key: str, value: object, reason: str)
 
 def check_late_trace_ids(logger: object, method_name: str, event_dict: EventDict) -> EventDict:
     """A ``trace_id``/``span_id`` that a processor of the service's put in the record, checked
-    as a call site's is (:func:`reject_trace_id` takes a bad one out), just before redaction,
+    as a call site's is (:func:`_reject_trace_id` takes a bad one out), just before redaction,
     which leaves trace ids as they are. In the chain only when the service has processors:
     every other way into a record (a call site, a binding, the OpenTelemetry span) checked its
     trace ids already.
     """
     for key in TRACE_KEYS:
         value = event_dict.get(key)
-        if value is None or (type(value) is str and passed.get(value) == key):
+        if value is None:
             continue
-        reason = id_problem(key, value)
-        if reason is None:
-            remember_passed(key, value)
-        else:
-            reject_trace_id(event_dict, key, value, reason)
+        reason = _call_site_problem(event_dict, key, value)
+        if reason is not None:
+            _reject_trace_id(event_dict, key, value, reason)
     return event_dict
 
 
