@@ -83,8 +83,7 @@ def options() -> Iterator[tuple[Source, Option]]:
     option two sources declare alike comes once (the first)."""
     seen: set[str] = set()
     for declared in SOURCES.values():
-        reader = declared.reader.options if declared.reader is not None else ()
-        for option in (*declared.options, *reader):
+        for option in (*declared.options, *declared.reader_options):
             if option.flag not in seen:
                 seen.add(option.flag)
                 yield declared, option
@@ -110,10 +109,9 @@ def flag_values(
             value is refused (naming the option or the variable).
     """
     _refuse_others(declared, given, lambda option: option.flag, "--source ")
-    reader = declared.reader.options if declared.reader is not None else ()
     return (
         {option.name: _value(option, given.get(option.flag)) for option in declared.options},
-        {option.name: _value(option, given.get(option.flag)) for option in reader},
+        {option.name: _value(option, given.get(option.flag)) for option in declared.reader_options},
     )
 
 
@@ -166,8 +164,7 @@ def _refuse_others(
     use: str,
 ) -> None:
     """Refuse a value given for an option ``declared`` does not take, naming whose it is."""
-    reader = declared.reader.options if declared.reader is not None else ()
-    own = {key(option) for option in (*declared.options, *reader)}
+    own = {key(option) for option in (*declared.options, *declared.reader_options)}
     for other, option in options():
         name = key(option)
         if name is not None and name not in own and given.get(name) is not None:

@@ -133,6 +133,11 @@ class Source:
     join_advice: str | None = None
     guessed: bool = True
 
+    @property
+    def reader_options(self) -> tuple[Option, ...]:
+        """The options of its reader (none without one)."""
+        return self.reader.options if self.reader is not None else ()
+
     def reader_for(self, given: Mapping[str, object]) -> Reader | None:
         """The reader to use rather than files, given the reader's option values by name."""
         reader = self.reader
