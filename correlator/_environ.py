@@ -95,3 +95,14 @@ NGINX_TZ: Final = "CORRELATOR_NGINX_TZ"
 and for nginx bodies posted to ``correlator serve`` without ``?tz=``:
 ``UTC``, a fixed offset (``+01:00``) or an IANA name (``Europe/Berlin``); default UTC;
 ``--nginx-tz`` wins."""
+
+TEXT_TZ: Final = "CORRELATOR_TEXT_TZ"
+"""The time zone of plain-text log times written without one (oslo.log, klog, Python's
+``asctime``, RFC 3164 syslog) for ``ingest --source text`` and text bodies posted to
+``correlator serve`` without ``?tz=``; as :data:`NGINX_TZ` reads it; ``--text-tz`` wins."""
+
+TEXT_RULES: Final = "CORRELATOR_TEXT_RULES"
+"""A TOML file of an operator's text formats, identifier rules and layer rules (the format
+of ``correlator.sources.text._rules_file``) for ``ingest --source text`` and for text
+bodies posted to ``correlator serve``; ``--text-rules`` wins. A bad file is refused when it
+is read, naming the file and the place."""

@@ -143,14 +143,19 @@ def source_parameters() -> Callable[..., Coroutine[Any, Any, Posted]]:
             ],
         )
     }
+    # A parameter two sources take (nginx's and text's ``tz``) is declared once, described
+    # by both.
+    helps: dict[str, list[str]] = {}
     for _, option in sources.options():
-        if option.query is not None and option.query not in declared:
-            declared[option.query] = inspect.Parameter(
-                option.query,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=Annotated[str | None, Query(description=option.query_help)],
-            )
+        if option.query is not None and option.query_help not in helps.setdefault(option.query, []):
+            helps[option.query].append(option.query_help)
+    for name, texts in helps.items():
+        declared[name] = inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, Query(description=" ".join(texts))],
+        )
 
     async def given(source: str, **texts: str | None) -> Posted:
         if source not in kinds:

@@ -38,16 +38,19 @@ _INSERT_ORDER: Final = "ORDER BY node_id, ts_ns, hash"
 
 @dataclass
 class IngestResult:
-    """What one ingest did: accepted (new), duplicate (already stored), rejected by reason."""
+    """What one ingest did: accepted (new), duplicate (already stored), rejected by reason,
+    and what a source said of its inputs (``--format auto chose oslo ...``)."""
 
     accepted: int = 0
     duplicate: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, other: IngestResult) -> None:
         self.accepted += other.accepted
         self.duplicate += other.duplicate
         self.rejected.update(other.rejected)
+        self.notes.extend(other.notes)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class IngestResult:
             "duplicate": self.duplicate,
             "rejected": sum(self.rejected.values()),
             "rejected_by_reason": dict(self.rejected.most_common()),
+            "notes": list(self.notes),
         }
 
 

@@ -64,6 +64,8 @@ def _summary(result: IngestResult, took_s: float) -> str:
     )
     for reason, count in data["rejected_by_reason"].items():
         line += f"\n  rejected {count}: {reason}"
+    for note in data["notes"]:
+        line += f"\n  {note}"
     return line
 
 

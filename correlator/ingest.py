@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from functools import partial
+from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
@@ -41,7 +42,7 @@ from correlator._parse_workers import (
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
 from correlator.model import MAX_LINE_BYTES, Event, Reject
-from correlator.sources import Parser, Source, source
+from correlator.sources import SETTLE_LINES, Parser, Source, source
 from correlator.sources._lines import UTF8_BOM, without_bom
 from correlator.store import IngestResult, Store
 
@@ -321,6 +322,30 @@ def ingest_lines(
     """
     declared, parse = _line_source(kind)
     values = dict(options or {})
+    notes: list[str] = []
+    if declared.settle is not None:
+        lines = iter(lines)
+        head = list(islice(lines, SETTLE_LINES))
+        values, note = declared.settle(head, values)
+        lines = chain(head, lines)
+        if note is not None:
+            notes.append(f"{origin}: {note}")
+    result = _ingest_settled(store, declared, parse, lines, origin, values, batch_events, pool)
+    result.notes[:0] = notes
+    return result
+
+
+def _ingest_settled(
+    store: Store,
+    declared: Source,
+    parse: Parser,
+    lines: Iterable[bytes],
+    origin: str,
+    values: dict[str, Any],
+    batch_events: int,
+    pool: Executor | None,
+) -> IngestResult:
+    """:func:`ingest_lines` once the source has settled what the input's first lines decide."""
     if declared.columns is not None:
         columns = partial(declared.columns, **values) if values else declared.columns
         with store.bulk():
@@ -462,7 +487,14 @@ def ingest_paths(
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
     result = IngestResult()
-    if columns is not None and workers > 1 and sum(sizes) >= PARALLEL_MIN_BYTES:
+    # Workers parse batches of an input from its middle: a source that settles something
+    # from each input's first lines is parsed here, input by input.
+    if (
+        columns is not None
+        and declared.settle is None
+        and workers > 1
+        and sum(sizes) >= PARALLEL_MIN_BYTES
+    ):
         if values:
             columns = partial(columns, **values)
         with parse_pool(workers) as pool:

@@ -44,6 +44,9 @@ __all__ = [
 #: Sources whose events are records of DESIGN §4: an ``owner_hint`` there is a stamp.
 RECORD_SOURCES: Final = frozenset({"ndjson", "agent", "loki"})
 
+#: The source of plain-text records, whose lines after the first are a folded stack trace.
+TEXT_SOURCE: Final = "text"
+
 #: The owner a failure's layer gives when nothing else names one (the fallback).
 FALLBACK_OWNERS: Final = {
     "node": "node",
@@ -173,11 +176,18 @@ _STACK_MARKS: Final = tuple(f'"{key}"' for key in _STACK_KEYS)
 
 def _has_stack(event: Event) -> bool:
     raw = event.raw
+    if event.source == TEXT_SOURCE:
+        return "\n" in raw or any(key in event.attrs for key in _STACK_KEYS)
     return event.source in RECORD_SOURCES and any(mark in raw for mark in _STACK_MARKS)
 
 
 def _stack(event: Event) -> str | None:
-    """A record's stack trace, read back from its raw line."""
+    """A record's stack trace, read back from its raw line; a text record's is the lines
+    after its first (a traceback folded into it), else its fields that hold one (zap's
+    ``stacktrace``)."""
+    if event.source == TEXT_SOURCE:
+        held = [text for key in _STACK_KEYS if (text := _text(event.attrs.get(key)))]
+        return event.raw.partition("\n")[2] or "\n".join(held) or None
     if event.source not in RECORD_SOURCES or not event.raw.startswith("{"):
         return None
     try:

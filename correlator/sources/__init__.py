@@ -22,16 +22,27 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from correlator.errors import QueryError
-from correlator.sources import aap, k8s, loki, ndjson, nginx, postgres, workflow
-from correlator.sources._source import AfterCommit, Columns, Option, Parser, Reader, Source
+from correlator.sources import aap, k8s, loki, ndjson, nginx, postgres, text, workflow
+from correlator.sources._source import (
+    SETTLE_LINES,
+    AfterCommit,
+    Columns,
+    Option,
+    Parser,
+    Reader,
+    Settle,
+    Source,
+)
 
 __all__ = [
+    "SETTLE_LINES",
     "SOURCES",
     "AfterCommit",
     "Columns",
     "Option",
     "Parser",
     "Reader",
+    "Settle",
     "Source",
     "environ_values",
     "file_kinds",
@@ -49,6 +60,7 @@ SOURCES: Final[dict[str, Source]] = {
         ndjson.NDJSON,
         ndjson.AGENT,
         nginx.NGINX,
+        text.TEXT,
         postgres.POSTGRES,
         workflow.WORKFLOW,
         k8s.K8S,

@@ -37,7 +37,8 @@ def guess_kinds(lines: Iterable[bytes]) -> list[tuple[str, int]]:
         if declared.parse is None or not declared.guessed:
             continue
         try:
-            read = sum(isinstance(item, Event) for item in declared.parse(sample, "sample"))
+            items = declared.parse(sample, "sample", **declared.guess_values)
+            read = sum(isinstance(item, Event) for item in items)
         except Exception:  # noqa: BLE001 - a guess: a parser that cannot read it is no match
             read = 0
         if read:

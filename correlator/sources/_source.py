@@ -11,8 +11,8 @@ source, so that every source can import it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from correlator.model import Event, Reject
@@ -20,7 +20,16 @@ from correlator.model import Event, Reject
 if TYPE_CHECKING:
     from correlator.store import Store
 
-__all__ = ["AfterCommit", "Columns", "Option", "Parser", "Reader", "Source"]
+__all__ = [
+    "SETTLE_LINES",
+    "AfterCommit",
+    "Columns",
+    "Option",
+    "Parser",
+    "Reader",
+    "Settle",
+    "Source",
+]
 
 Parser = Callable[..., Iterator[Event | Reject]]
 """``parse(lines, origin, **options) -> Iterator[Event | Reject]``: the row path.
@@ -36,6 +45,15 @@ Columns = Callable[..., tuple[dict[str, list[Any]], list[Reject]]]
 path, one list per column of the ``events`` table, without an :class:`Event` per line. It is
 handed to worker processes, so it must be picklable: a module-level function, or a
 ``functools.partial`` of one."""
+
+Settle = Callable[[Sequence[bytes], Mapping[str, Any]], tuple[dict[str, Any], str | None]]
+"""``settle(head, values) -> (values, note)``: what a source decides from an input's first
+lines before reading it (the ``text`` source's ``--format auto``), and what it says of that
+(None: nothing); ``head`` is at most :data:`SETTLE_LINES` lines. It raises ``QueryError`` when
+the input cannot be read with the values given."""
+
+#: How many of an input's first lines :data:`Settle` is given.
+SETTLE_LINES = 50
 
 AfterCommit = Callable[["Store", int, int], object]
 """``after_commit(store, from_ns, to_ns)``: called once an input's events are committed, with
@@ -115,12 +133,16 @@ class Source:
             worker processes run it).
         options: the settings its parser takes as keywords (nginx's zone).
         reader: how it is read when not from lines (loki: a query; workflow: an audit table).
+        settle: what to decide from each input's first lines before reading it (the text
+            source's ``--format auto``); what it says is in the ingest's notes.
         after_commit: what to do once an input is committed (nginx links error lines to the
             access line of their request, across files).
         join_advice: what to set so that its lines carry identifiers, for the warning on
             lines without any.
         guessed: whether the guesser names it for lines another kind could not read (not
             ``agent``: ``ndjson`` reads the same lines, and is the general name).
+        guess_values: the options the guesser gives its parser (text: a layer, so that a
+            line counts for being read, wherever it would be placed).
     """
 
     name: str
@@ -129,9 +151,11 @@ class Source:
     columns: Columns | None = None
     options: tuple[Option, ...] = ()
     reader: Reader | None = None
+    settle: Settle | None = None
     after_commit: AfterCommit | None = None
     join_advice: str | None = None
     guessed: bool = True
+    guess_values: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def reader_options(self) -> tuple[Option, ...]:

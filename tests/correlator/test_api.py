@@ -62,7 +62,13 @@ def test_posting_evidence_needs_the_token(client: AsgiClient) -> None:
     )
     ok = client.post("/v1/evidence?source=ndjson", content=body, headers=_auth(TOKEN))
     assert ok.status_code == 200
-    assert ok.json() == {"accepted": 1, "duplicate": 0, "rejected": 0, "rejected_by_reason": {}}
+    assert ok.json() == {
+        "accepted": 1,
+        "duplicate": 0,
+        "rejected": 0,
+        "rejected_by_reason": {},
+        "notes": [],
+    }
     again = client.post("/v1/evidence?source=ndjson", content=body, headers=_auth(TOKEN))
     assert again.json()["duplicate"] == 1
 
@@ -208,7 +214,17 @@ def test_docs_and_the_schema_are_served(demo_client: AsgiClient) -> None:
 @pytest.mark.parametrize(
     ("path", "method", "parameters"),
     [
-        ("/v1/evidence", "post", [("source", True), ("tz", False)]),
+        (
+            "/v1/evidence",
+            "post",
+            [
+                ("source", True),
+                ("tz", False),
+                ("format", False),
+                ("layer", False),
+                ("service", False),
+            ],
+        ),
         (
             "/v1/timeline",
             "get",
@@ -249,11 +265,12 @@ def test_the_schema_declares_every_query_parameter(
 
 
 def test_the_schema_lists_the_source_kinds(store: Store) -> None:
-    [source, _] = _schema(store, None)["paths"]["/v1/evidence"]["post"]["parameters"]
+    [source, *_] = _schema(store, None)["paths"]["/v1/evidence"]["post"]["parameters"]
     assert source["schema"]["enum"] == [
         "ndjson",
         "agent",
         "nginx",
+        "text",
         "postgres",
         "workflow",
         "k8s",
@@ -372,7 +389,7 @@ def test_the_error_body_is_a_model_of_the_error_shape(store: Store) -> None:
         (
             "POST",
             "/v1/evidence?source=ndjson&sourc=x",
-            "unknown query parameter 'sourc'; known: source, tz",
+            "unknown query parameter 'sourc'; known: format, layer, service, source, tz",
         ),
         (
             "POST",

@@ -13,12 +13,14 @@ year's, one read the same day is this year's, and a clock a few hours ahead of t
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta, tzinfo
+from decimal import Decimal
 from typing import Final
 
-from correlator.sources._time import MAX_NS, MIN_NS, OUT_OF_RANGE
+from correlator.sources._time import MAX_NS, MIN_NS, OUT_OF_RANGE, parse_rfc3339_ns
 
-__all__ = ["FUTURE_SLACK_NS", "civil_ns", "fraction_ns", "yearless_ns"]
+__all__ = ["FUTURE_SLACK_NS", "civil_ns", "epoch_ns", "fraction_ns", "iso_ns", "yearless_ns"]
 
 _NS: Final = 1_000_000_000
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
@@ -28,6 +30,14 @@ FUTURE_SLACK_NS: Final = 86_400 * _NS
 #: How many years back a yearless 29 February looks for a leap year (at most 8 apart: 1896
 #: to 1904, 2096 to 2104).
 _LEAP_SEARCH: Final = 8
+#: Epoch numbers below each bound, and the nanoseconds in one of their unit (:func:`epoch_ns`
+#: says why these bounds); a number past the last bound is nanoseconds.
+_UNITS: Final = ((10**11, 10**9), (10**14, 10**6), (10**17, 10**3))
+#: An ISO 8601 date and time without a UTC offset (``T`` or a space between them; a ``.`` or,
+#: as Python's ``asctime``, a ``,`` before the fraction).
+_LOCAL: Final = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?", re.ASCII
+)
 
 
 def fraction_ns(digits: str | None) -> int:
@@ -107,3 +117,46 @@ def yearless_ns(
         if ts_ns <= now_ns + FUTURE_SLACK_NS:
             return ts_ns
     raise error
+
+
+def iso_ns(text: str, zone: tzinfo) -> int:
+    """An RFC 3339 time, or an ISO 8601 one without an offset read in ``zone``.
+
+    Raises:
+        ValueError: neither (the message quotes the text).
+    """
+    try:
+        return parse_rfc3339_ns(text)
+    except ValueError:
+        local = _LOCAL.fullmatch(text)
+        if local is None:
+            raise
+    year, month, day, hour, minute, second, fraction = local.groups()
+    return civil_ns(
+        int(year), int(month), int(day), int(hour), int(minute), int(second),
+        fraction_ns(fraction), zone,
+    )  # fmt: skip
+
+
+def epoch_ns(number: int | Decimal) -> int:
+    """Nanoseconds of a time written as a number since 1970, in the unit its magnitude says:
+    below 10^11 seconds, below 10^14 milliseconds, below 10^17 microseconds, else
+    nanoseconds. Each bound is the year 5138 read in the larger of its two units and
+    1973-03-03 in the smaller, so every time from 1973 to 2262 (the last year the store
+    holds) is read in the unit it was written in. A fraction is kept to the nanosecond.
+
+    Raises:
+        ValueError: negative, or after 2262.
+    """
+    shown = format(number, "g") if isinstance(number, Decimal) else str(number)
+    if number < 0:
+        raise ValueError(f"{shown} is a negative time since 1970")
+    scale = 1
+    for bound, unit_ns in _UNITS:
+        if number < bound:
+            scale = unit_ns
+            break
+    ts_ns = int(number * scale)
+    if ts_ns > MAX_NS:
+        raise ValueError(f"{shown} is {OUT_OF_RANGE}")
+    return ts_ns

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-__all__ = ["Parsed", "TextFormat"]
+__all__ = ["Parsed", "TextFormat", "first_present"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +55,12 @@ class TextFormat:
     looks_like: str
     starts: Callable[[str], bool]
     read: Callable[[str, tzinfo], Parsed | str]
+
+
+def first_present(found: Mapping[str, object], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` present in ``found`` (a format's time, level or message key),
+    or None."""
+    for key in keys:
+        if key in found:
+            return key
+    return None

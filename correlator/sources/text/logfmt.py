@@ -14,13 +14,11 @@ every line starts a record.
 
 from __future__ import annotations
 
-import re
 from datetime import tzinfo
 from typing import Final
 
-from correlator.sources._time import parse_rfc3339_ns
-from correlator.sources.text._civil import civil_ns, fraction_ns
-from correlator.sources.text._format import Parsed, TextFormat
+from correlator.sources.text._civil import iso_ns
+from correlator.sources.text._format import Parsed, TextFormat, first_present
 from correlator.sources.text._quoted import pairs
 
 __all__ = ["LEVEL_KEYS", "LOGFMT", "MESSAGE_KEYS", "TIME_KEYS", "read", "starts"]
@@ -30,41 +28,10 @@ TIME_KEYS: Final = ("time", "ts", "t")
 LEVEL_KEYS: Final = ("level", "lvl")
 MESSAGE_KEYS: Final = ("msg", "message")
 
-_LOCAL: Final = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?", re.ASCII
-)
-
 
 def starts(_line: str) -> bool:
     """Every line starts a logfmt record: values never span lines."""
     return True
-
-
-def _time_ns(text: str, zone: tzinfo) -> int:
-    """An RFC 3339 time, or one without an offset read in ``zone``.
-
-    Raises:
-        ValueError: neither.
-    """
-    try:
-        return parse_rfc3339_ns(text)
-    except ValueError:
-        local = _LOCAL.fullmatch(text)
-        if local is None:
-            raise
-    year, month, day, hour, minute, second, fraction = local.groups()
-    return civil_ns(
-        int(year), int(month), int(day), int(hour), int(minute), int(second),
-        fraction_ns(fraction), zone,
-    )  # fmt: skip
-
-
-def _first(found: dict[str, str], keys: tuple[str, ...]) -> str | None:
-    """The first of ``keys`` present in ``found``, or None."""
-    for key in keys:
-        if key in found:
-            return key
-    return None
 
 
 def read(text: str, zone: tzinfo) -> Parsed | str:
@@ -78,16 +45,16 @@ def read(text: str, zone: tzinfo) -> Parsed | str:
     found = pairs(text)
     if isinstance(found, str):
         return f"not logfmt: {found}"
-    time_key = _first(found, TIME_KEYS)
+    time_key = first_present(found, TIME_KEYS)
     if time_key is None:
         return "logfmt line without a time (expected a time, ts or t key)"
     try:
-        ts_ns = _time_ns(found.pop(time_key), zone)
+        ts_ns = iso_ns(found.pop(time_key), zone)
     except ValueError as exc:
         return f"logfmt {time_key}: {exc}"
-    level_key = _first(found, LEVEL_KEYS)
+    level_key = first_present(found, LEVEL_KEYS)
     level = found.pop(level_key) if level_key is not None else None
-    message_key = _first(found, MESSAGE_KEYS)
+    message_key = first_present(found, MESSAGE_KEYS)
     message = found.pop(message_key) if message_key is not None else ""
     return Parsed(ts_ns=ts_ns, level=level, message=message, fields=found)
 

@@ -38,6 +38,10 @@ GOOD: Final = {
         b"2026/11/22 13:11:19 [error] 1234#1234: *5 connect() failed (111: Connection "
         b"refused) while connecting to upstream, client: 127.0.0.1",
     ),
+    "text": (  # logfmt, each line a record; nova-api is a service the built-in names place
+        b"time=2026-11-22T13:11:19Z level=info msg=before service=nova-api allocation_id=a-1",
+        b'time=2026-11-22T13:11:20Z level=error msg="after" service=nova-api request_id=r-2',
+    ),
     "postgres": (
         b"2026-11-22 13:11:18.001 UTC,,,4700,,6740a1a0.125c,1,,2026-11-22 13:10:00 UTC,,0,LOG,"
         b'00000,"database system is ready to accept connections",,,,,,,,,"","postmaster",,0',

@@ -142,7 +142,11 @@ def test_the_api_takes_the_new_source_and_its_parameter(tmp_path: Path) -> None:
     assert wrong.json()["detail"] == "query parameter 'layer': 'db' is not node or api"
     parameters = schema["paths"]["/v1/evidence"]["post"]["parameters"]
     assert "pipe" in parameters[0]["schema"]["enum"]
-    assert [p["name"] for p in parameters] == ["source", "tz", "layer"]
+    # pipe's layer parameter is text's too: declared once, described by both
+    assert [p["name"] for p in parameters] == ["source", "tz", "format", "layer", "service"]
+    layer = next(p for p in parameters if p["name"] == "layer")
+    assert "source=text" in layer["description"]
+    assert "pipe" in layer["description"]
 
 
 @pytest.mark.usefixtures("registered")

@@ -27,6 +27,7 @@ SAMPLES = {
     "syslog": fixture_lines("syslog_logger_stderr.log")[0],
     "journald": fixture_lines("journald.json")[46],
     "python": fixture_lines("python_asctime.log")[1],
+    "json": fixture_lines("json_zap.log")[3],
 }
 
 FORMAT_NAMES = st.sampled_from(sorted(FORMATS))
