@@ -3,7 +3,8 @@
 Go's zap (production: ``ts`` in epoch seconds; development: ``T``, ``L``, ``M``), zerolog and
 logrus's JSON formatter (``time``, ``level``, ``message`` or ``msg``), Elastic's ECS
 (``@timestamp``, ``log.level``), Node's pino and bunyan (numeric levels), python-json-logger
-(``asctime``, ``levelname``) and Google Cloud's structured logging (``severity``)::
+(``asctime``, ``levelname``), Google Cloud's structured logging (``severity``) and structlog
+(``event``, ``timestamp``)::
 
     {"level":"info","ts":1795936013.1716418,"caller":"main.go:31","msg":"service started"}
 
@@ -56,7 +57,7 @@ __all__ = ["JSON", "LEVEL_KEYS", "MESSAGE_KEYS", "NUMBERED_LEVELS", "TIME_KEYS",
 #: before python-json-logger's local ``asctime``, which a line may also carry.
 TIME_KEYS: Final = ("time", "ts", "@timestamp", "timestamp", "asctime", "T")
 LEVEL_KEYS: Final = ("level", "log.level", "severity", "levelname", "L")
-MESSAGE_KEYS: Final = ("msg", "message", "M")
+MESSAGE_KEYS: Final = ("msg", "message", "M", "event")
 
 #: pino's and bunyan's numeric levels, by the names those libraries give them.
 NUMBERED_LEVELS: Final = {

@@ -76,6 +76,7 @@ def test_the_text_source_is_one_registry_line() -> None:
         ("json_pino.log", "json"),
         ("json_bunyan.log", "json"),
         ("json_python.log", "json"),
+        ("json_structlog.log", "json"),
     ],
 )
 def test_auto_chooses_each_fixtures_format_and_says_so(fixture: str, chosen: str) -> None:
@@ -331,3 +332,13 @@ def test_any_input_in_any_format_is_events_or_named_rejects(lines: list[bytes], 
     # A line is in at most one record or reject.
     covered = sum(item.raw.count("\n") + 1 if isinstance(item, Event) else 1 for item in items)
     assert covered <= len(lines)
+
+
+def test_structlog_json_reads_its_event_as_the_message_and_its_traceback() -> None:
+    events = _events(_parse(_read("json_structlog.log"), "/var/log/deployer.log", layer="workflow"))
+
+    assert [e.message for e in events] == ["deploy started", "retrying", "deploy failed"]
+    assert [e.level for e in events] == ["info", "warning", "error"]
+    assert events[0].allocation_id == INSTANCE
+    assert events[2].correlation_id == REQUEST
+    assert "TimeoutError: ansible job 4711 timed out" in events[2].attrs["exception"]
