@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Any, Final
 
@@ -38,7 +39,7 @@ from correlator.model import LAYERS, Event
 from correlator.sources._fields import normalise_level
 from correlator.sources.text._format import Parsed
 from correlator.sources.text._known import NAMED_LAYERS, SERVICE_FIELDS
-from correlator.sources.text._rules import IdRule, LayerRule, identifiers_of, layer_of
+from correlator.sources.text._rules import IdRules, LayerRule, layer_of
 
 __all__ = ["Maker", "file_service"]
 
@@ -69,6 +70,7 @@ _STATUS_FIELDS: Final = (
     "http.response.status_code",
     "http_status",
 )
+_HTTP_FIELDS: Final = frozenset((*_METHOD_FIELDS, *_PATH_FIELDS, *_STATUS_FIELDS))
 _REQUEST_LINE: Final = re.compile(
     r'"(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S{1,2048}) HTTP/[0-9.]{1,3}"'
     r"(?: (?:status: )?([1-5][0-9][0-9])\b)?(?:.*? time: ([0-9]{1,6}(?:\.[0-9]{1,9})?)\b)?"
@@ -79,6 +81,7 @@ _EXCEPTION: Final = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def file_service(name: str | None) -> str | None:
     """A service named by a file: its base name up to the first dot
     (``/var/log/nova/nova-compute.log.1`` is ``nova-compute``)."""
@@ -86,6 +89,12 @@ def file_service(name: str | None) -> str | None:
         return None
     stem = PurePath(name).name.split(".", 1)[0]
     return stem or None
+
+
+@lru_cache(maxsize=4096)
+def _named_layer(service: str | None) -> str | None:
+    """The layer a service's name places it in (the built-in names read only the service)."""
+    return layer_of(NAMED_LAYERS, service, {})
 
 
 def _level(word: str | None) -> str | None:
@@ -104,9 +113,12 @@ def _first(fields: Mapping[str, str], names: Sequence[str]) -> str | None:
 
 def _request(message: str, fields: Mapping[str, str]) -> tuple[Any, ...]:
     """``(method, path, status, duration_s)`` a record says of a request; Nones if none."""
-    method = _first(fields, _METHOD_FIELDS)
-    path = _first(fields, _PATH_FIELDS)
-    status_text = _first(fields, _STATUS_FIELDS)
+    if fields.keys() & _HTTP_FIELDS:
+        method = _first(fields, _METHOD_FIELDS)
+        path = _first(fields, _PATH_FIELDS)
+        status_text = _first(fields, _STATUS_FIELDS)
+    else:
+        method = path = status_text = None
     duration: str | None = None
     if method is None and '"' in message:
         line = _REQUEST_LINE.search(message.partition("\n")[0])
@@ -138,7 +150,7 @@ class Maker:
 
     Attributes:
         format_name: the format's name (which built-in rules and service fields apply).
-        identifiers: the identifier rules, first first.
+        identifiers: the identifier rules.
         layers: the operator's layer rules.
         layer: ``--layer``, or None.
         named_layers: whether the built-in service names place records.
@@ -147,7 +159,7 @@ class Maker:
     """
 
     format_name: str
-    identifiers: tuple[IdRule, ...]
+    identifiers: IdRules
     layers: tuple[LayerRule, ...]
     layer: str | None
     named_layers: bool
@@ -164,9 +176,9 @@ class Maker:
         return self.file_service
 
     def _layer(self, service: str | None, fields: Mapping[str, str]) -> str | None:
-        layer = layer_of(self.layers, service, fields) or self.layer
+        layer = (layer_of(self.layers, service, fields) if self.layers else None) or self.layer
         if layer is None and self.named_layers:
-            layer = layer_of(NAMED_LAYERS, service, fields)
+            layer = _named_layer(service)
         return layer
 
     def event(
@@ -196,7 +208,7 @@ class Maker:
             attrs["level"] = parsed.level
             level = "info"
         refused: dict[str, str] = {}
-        ids = identifiers_of(self.identifiers, parsed.message, fields, refused)
+        ids = self.identifiers.find(parsed.message, fields, refused)
         if refused:
             attrs["rejected_ids"] = refused
         if replaced:

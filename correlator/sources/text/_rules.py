@@ -9,7 +9,8 @@ gives it; later rules for the same key are not tried, so an operator's rules, wh
 first, win over the built-in ones. A value is checked as every identifier is
 (``_fields.take_id``): one that fails is refused and its problem noted, never stored.
 
-A layer rule places a record whose field (the service by default) matches its pattern.
+:class:`IdRules` applies a list of them to a record. A layer rule places a record whose
+field (the service by default) matches its pattern.
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ from typing import Final
 
 from agent_logging.schema import TRACE_KEYS
 from correlator.model import IDENTIFIER_KEYS
-from correlator.sources._fields import take_id
+from correlator.sources._fields import good_ids, take_id
 
-__all__ = ["ID_TARGETS", "IdRule", "LayerRule", "identifiers_of", "layer_of"]
+__all__ = ["ID_TARGETS", "IdRule", "IdRules", "LayerRule", "layer_of"]
 
 #: What an identifier rule may fill: the five identifiers, and the trace context.
 ID_TARGETS: Final = (*IDENTIFIER_KEYS, *TRACE_KEYS)
 
+_FIVE: Final = frozenset(IDENTIFIER_KEYS)
+#: How many sets of fields :class:`IdRules` keeps the ordered rules of (a JSON log whose keys
+#: vary without end must not grow it without end).
+_MAX_FIELD_SETS: Final = 1024
 #: The text a rule reads when it names no field: the record's message.
 MESSAGE = "message"
 
@@ -52,20 +57,6 @@ class IdRule:
     formats: frozenset[str] = frozenset()
     name: str = ""
 
-    def value(self, message: str, fields: Mapping[str, str]) -> str | None:
-        """What the rule finds in a record, unchecked; None: nothing."""
-        text = message if self.field == MESSAGE else fields.get(self.field)
-        if not text:
-            return None
-        if self.pattern is None:
-            return text
-        match = self.pattern.search(text)
-        if match is None:
-            return None
-        if "id" in self.pattern.groupindex:
-            return match.group("id")
-        return match.group(1) if self.pattern.groups else match.group()
-
 
 @dataclass(frozen=True, slots=True)
 class LayerRule:
@@ -84,35 +75,92 @@ class LayerRule:
     name: str = ""
 
 
-def identifiers_of(
-    rules: Sequence[IdRule], message: str, fields: Mapping[str, str], refused: dict[str, str]
-) -> dict[str, str]:
-    """The identifiers ``rules`` find in one record, checked.
+class IdRules:
+    """A list of identifier rules, indexed by the field each reads, so that a record costs
+    only the rules of the fields it has (twenty-odd built-in rules; a record has a handful of
+    fields). The first rule in the list's order that gives an identifier a value gives it.
 
     Args:
-        rules: the rules of the record's format, first first.
-        message: the record's message.
-        fields: its named fields.
-        refused: where a value that fails the identifier check is noted, by identifier
-            (``"correlation_id": "request_id: '<x>' holds ..."``).
-
-    Returns:
-        The accepted identifiers, by key.
+        rules: the rules, first first.
     """
-    found: dict[str, str] = {}
-    for rule in rules:
-        if rule.to in found or rule.to in refused:
-            continue
-        value = rule.value(message, fields)
-        if value is None:
-            continue
-        problems: dict[str, str] = {}
-        checked = take_id(rule.to, value, problems)
-        if checked is not None:
-            found[rule.to] = checked
-        else:
-            refused[rule.to] = f"{rule.name}: {problems[rule.to]}"
-    return found
+
+    __slots__ = ("_by_field", "_candidates", "_fields")
+
+    def __init__(self, rules: Sequence[IdRule]) -> None:
+        by_field: dict[str, list[tuple[int, IdRule]]] = {}
+        for index, rule in enumerate(rules):
+            by_field.setdefault(rule.field, []).append((index, rule))
+        self._by_field = by_field
+        self._fields = frozenset(by_field) - {MESSAGE}
+        # The rules a record runs, by the fields it has that rules read: the records of one
+        # input have few such sets, so each is ordered once.
+        self._candidates: dict[frozenset[str], list[IdRule]] = {}
+
+    def _order(self, present: frozenset[str]) -> list[IdRule]:
+        """The rules of the fields ``present`` and of the message, in the list's order."""
+        items = [item for name in present for item in self._by_field[name]]
+        items.extend(self._by_field.get(MESSAGE, ()))
+        items.sort(key=_index)
+        ordered = [rule for _, rule in items]
+        if len(self._candidates) < _MAX_FIELD_SETS:
+            self._candidates[present] = ordered
+        return ordered
+
+    def find(
+        self, message: str, fields: Mapping[str, str], refused: dict[str, str]
+    ) -> dict[str, str]:
+        """The identifiers the rules find in one record, checked.
+
+        Args:
+            message: the record's message.
+            fields: its named fields.
+            refused: where a value that fails the identifier check is noted, by identifier
+                (``"correlation_id": "field request_id: ..."``).
+
+        Returns:
+            The accepted identifiers, by key.
+        """
+        present = frozenset(fields.keys() & self._fields)
+        candidates = self._candidates.get(present)
+        if candidates is None:
+            candidates = self._order(present)
+        found: dict[str, str] = {}
+        for rule in candidates:
+            to = rule.to
+            if to in found or to in refused:
+                continue
+            value = _value(rule, message if rule.field == MESSAGE else fields[rule.field])
+            if value is None:
+                continue
+            if value in good_ids and to in _FIVE:  # proven good before: one set test
+                found[to] = value
+                continue
+            problems: dict[str, str] = {}
+            checked = take_id(to, value, problems)
+            if checked is not None:
+                found[to] = checked
+            else:
+                refused[to] = f"{rule.name}: {problems[to]}"
+        return found
+
+
+def _index(item: tuple[int, IdRule]) -> int:
+    return item[0]
+
+
+def _value(rule: IdRule, text: str) -> str | None:
+    """What ``rule`` finds in its field's text, unchecked; None: nothing."""
+    if not text:
+        return None
+    pattern = rule.pattern
+    if pattern is None:
+        return text
+    match = pattern.search(text)
+    if match is None:
+        return None
+    if "id" in pattern.groupindex:
+        return match.group("id")  # None when the group took no part
+    return match.group(1) if pattern.groups else match.group()
 
 
 def layer_of(

@@ -27,6 +27,7 @@ from correlator.sources.text._format import Parsed, TextFormat
 from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._known import rules_for
 from correlator.sources.text._records import Orphan, records
+from correlator.sources.text._rules import IdRules
 from correlator.sources.text._rules_file import TextRules, read_rules
 
 __all__ = ["AUTO", "TEXT", "formats_of", "parse", "settle"]
@@ -103,7 +104,7 @@ def parse(
     identifiers = rules.identifiers + (rules_for(chosen.name) if rules.builtin else ())
     maker = Maker(
         chosen.name,
-        tuple(rule for rule in identifiers if not rule.formats or chosen.name in rule.formats),
+        IdRules([rule for rule in identifiers if not rule.formats or chosen.name in rule.formats]),
         rules.layers,
         layer,
         rules.builtin,
