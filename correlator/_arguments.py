@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from correlator import _environ, sources
 from correlator.errors import InputError, QueryError
+from correlator.logql import DEFAULT_BASE_SELECTOR
 from correlator.queries import MAX_LIMIT, findings_config
 
 if TYPE_CHECKING:
@@ -145,6 +146,36 @@ def _fraction(text: str) -> float:
     return value
 
 
+#: The ``loki`` source's reader options a timeline takes to pull from Loki first (its query is
+#: the pull's; its window is the timeline's ``--from`` and ``--to``, and ``--since``).
+_TIMELINE_LOKI_OPTIONS = ("url", "tenant", "username", "ca_bundle")
+
+
+def _loki_options(timeline: argparse.ArgumentParser) -> None:
+    """``timeline``'s options for pulling the incident from a Loki (``correlator.loki_pull``):
+    the ``loki`` source's own settings, its window and the stream selector."""
+    group = timeline.add_argument_group(
+        "pulling the incident from Loki first",
+        f"with --loki-url or ${_environ.LOKI_URL}, Loki is asked for the identifier and, hop "
+        "by hop, for the identifiers found with it; what comes back joins the database",
+    )
+    for option in sources.SOURCES["loki"].reader_options:
+        if option.name in _TIMELINE_LOKI_OPTIONS:
+            group.add_argument(
+                option.flag, dest=option.dest, metavar=option.metavar, help=option.help
+            )
+    group.add_argument(
+        "--since",
+        help="how far back from --to Loki is asked, e.g. 2h (default 1h), unless --from",
+    )
+    group.add_argument(
+        "--loki-selector",
+        metavar="LOGQL",
+        help=f"the stream selector every query to Loki starts with (default "
+        f'{DEFAULT_BASE_SELECTOR}); a narrower one, e.g. {{env="prod"}}, makes Loki read less',
+    )
+
+
 def _rules_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--owner-rules",
@@ -211,7 +242,11 @@ def parser() -> argparse.ArgumentParser:
     output = timeline.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the answer as JSON")
     output.add_argument("--html", metavar="FILE", help="write a self-contained page to FILE")
-    _window(timeline, "only events at or after TIME", "only events before TIME")
+    _window(
+        timeline,
+        "only events at or after TIME (with a Loki, where the window asked starts)",
+        "only events before TIME (with a Loki, where the window asked ends; default now)",
+    )
     timeline.add_argument(
         "--limit",
         type=_limit,
@@ -219,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"at most this many events, 1 to {MAX_LIMIT} (default 10000)",
     )
     _rules_option(timeline)
+    _loki_options(timeline)
 
     graph = sub.add_parser("graph", help="identifier graph from one identifier (JSON)")
     graph.add_argument(

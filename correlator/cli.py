@@ -9,6 +9,7 @@
 
 (each source's options are its declaration's, in ``correlator.sources``)
     correlator [--db PATH] timeline --id KEY=VALUE [--json | --html FILE]
+    correlator [--db PATH] timeline --id KEY=VALUE --loki-url URL [--since 1h | --from T --to T]
     correlator [--db PATH] graph --id KEY=VALUE
     correlator [--db PATH] findings [--json] [--threshold NAME=SECONDS]...
     correlator [--db PATH] latency [--json]
@@ -40,6 +41,8 @@ from correlator.store import IngestResult, Store
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from correlator.loki_pull import Pull
 
 __all__ = ["main"]
 
@@ -197,7 +200,8 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
     from correlator import incident, render
     from correlator.queries import parse_time_ns
 
-    key, value = incident.resolve_seed(store, args.id)
+    pulled = _pull(args, store, args.loki) if args.loki is not None else None
+    key, value = pulled.seed if pulled else incident.resolve_seed(store, args.id)
     data = incident.timeline_for(
         store,
         key,
@@ -208,6 +212,8 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
         rules=owner_rules(args),
     )
     if args.json:
+        if pulled is not None:
+            data["loki"] = pulled.as_dict()  # what was asked of Loki, hop by hop
         _print_json(data)
     elif args.html:
         page = render.html_page(data)
@@ -219,6 +225,62 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
     else:
         render.print_timeline(data)
     return 0
+
+
+#: The ``timeline`` options that only mean something with a Loki to pull from.
+_LOKI_ONLY = ("--since", "--tenant", "--username", "--ca-bundle", "--loki-selector")
+
+
+def _timeline_loki(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``loki`` source's settings a timeline pulls with (``sources.flag_values``: the
+    options, then ``CORRELATOR_LOKI_*``), or None without ``--loki-url`` or
+    ``CORRELATOR_LOKI_URL``: then the timeline reads the database alone, as it always did.
+
+    Raises:
+        QueryError: an option of the pull given without a Loki, or a setting refused.
+    """
+    from correlator import sources
+
+    if args.command != "timeline":
+        return None
+    if not (args.loki_url or os.environ.get(_environ.LOKI_URL, "").strip()):
+        stray = [flag for flag in _LOKI_ONLY if getattr(args, flag[2:].replace("-", "_"))]
+        if stray:
+            raise QueryError(
+                f"{stray[0]} is a setting of the pull from Loki: give --loki-url or set "
+                f"{_environ.LOKI_URL}"
+            )
+        return None
+    given = {
+        "--loki-url": args.loki_url,
+        "--tenant": args.tenant,
+        "--username": args.username,
+        "--ca-bundle": args.ca_bundle,
+    }
+    return sources.flag_values(sources.source("loki"), given)[1]
+
+
+def _pull(args: argparse.Namespace, store: Store, settings: dict[str, Any]) -> Pull:
+    """Pull the incident of ``--id`` from Loki into ``store`` first, saying each hop on
+    stderr."""
+    from correlator import loki_pull
+    from correlator.logql import DEFAULT_BASE_SELECTOR
+    from correlator.sources import loki
+
+    start_ns, end_ns = loki_pull.window(args.since, args.from_, args.to)
+    with loki.client(
+        settings.get("url"), settings.get("tenant"), settings.get("username"),
+        settings.get("ca_bundle"),
+    ) as client:  # fmt: skip
+        return loki_pull.pull(
+            store,
+            loki_pull.client_fetch(client),
+            args.id,
+            start_ns=start_ns,
+            end_ns=end_ns,
+            base_selector=args.loki_selector or DEFAULT_BASE_SELECTOR,
+            progress=lambda line: print(f"correlator: {line}", file=sys.stderr),
+        )
 
 
 def _graph(args: argparse.Namespace, store: Store) -> int:
@@ -473,7 +535,13 @@ def _run(args: argparse.Namespace) -> int:
         if busy is not None:
             print(f"correlator: {busy}", file=sys.stderr)
             return 2
-    read_only = args.command in _READ_COMMANDS
+    try:
+        args.loki = _timeline_loki(args)
+    except QueryError as exc:
+        print(f"correlator: {exc}", file=sys.stderr)
+        return 2
+    # A timeline that pulls from Loki writes what it pulls, into a new database if need be.
+    read_only = args.command in _READ_COMMANDS and args.loki is None
     # DuckDB creates a missing file on a read-write open: a mistyped --db would leave an
     # empty database behind and answer "no evidence". ingest, demo and serve (which takes
     # POST /v1/evidence) start from an empty database on purpose; the others only read.

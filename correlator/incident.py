@@ -25,6 +25,7 @@ from correlator.store import Store
 __all__ = [
     "SEARCH_ORDER",
     "event_json",
+    "expansion_of",
     "graph_for",
     "parse_seed",
     "resolve_seed",
@@ -198,9 +199,15 @@ def event_json(event: Event, corrected_ns: int | None = None) -> dict[str, Any]:
     return shown
 
 
-def _expansion(store: Store, seed: Seed, window_s: float) -> tuple[graph.Expansion, int, int]:
+def expansion_of(store: Store, seed: Seed, window_s: float) -> tuple[graph.Expansion, int, int]:
     """The expansion from ``seed`` in the window its evidence spans, widened by ``window_s``
-    either side; the seed's own link counts are those it was read with."""
+    either side, and that window (start, end excluded); the seed's own link counts are those
+    it was read with. A timeline's and a graph's, and each hop's of a pull from Loki
+    (``loki_pull``).
+
+    Raises:
+        NotFoundError: no evidence mentions the seed.
+    """
     key, value = seed.key, seed.value
     if seed.bounds is None:
         raise NotFoundError(f"no evidence mentions {key}={value}")
@@ -233,7 +240,7 @@ def graph_for(
 ) -> dict[str, Any]:
     """The identifier graph from one seed: ids, followed and refused links."""
     key, value = check_seed(key, value)
-    expansion, from_ns, to_ns = _expansion(store, store.seed(key, value), window_s)
+    expansion, from_ns, to_ns = expansion_of(store, store.seed(key, value), window_s)
     shown = expansion.as_dict()
     shown["window"] = {"from": rfc3339_ns(from_ns), "to": rfc3339_ns(to_ns)}
     return shown
@@ -318,7 +325,7 @@ def _timeline(
     # also when the expansion raised: the store must not be closed under it.
     with ThreadPoolExecutor(1, thread_name_prefix="correlator-seed") as pool:
         own = pool.submit(store.events_matching, {key: [value]}, from_ns=lo, to_ns=hi, limit=limit)
-        expansion, window_from, window_to = _expansion(store, store.seed(key, value), window_s)
+        expansion, window_from, window_to = expansion_of(store, store.seed(key, value), window_s)
         events, truncated = own.result()
     others = {
         k: [v for v in values if (k, v) != (key, value)] for k, values in expansion.ids.items()

@@ -258,6 +258,22 @@ def read_query(
         start_ns = parse_time_ns(start)
     else:
         start_ns = end_ns - int(parse_duration_s(since or "1h") * 1e9)
+    return _closing(client(url, tenant, username, ca_bundle), query, start_ns, end_ns)
+
+
+def client(
+    url: str | None, tenant: str | None, username: str | None, ca_bundle: str | None
+) -> LokiClient:
+    """A client of the Loki at ``url``, as ``--source loki`` and a timeline from Loki make
+    it: the password only from ``CORRELATOR_LOKI_PASSWORD``, a bearer token only from
+    ``CORRELATOR_LOKI_BEARER_TOKEN`` (a command line is visible to every user of the machine).
+
+    Raises:
+        QueryError: no URL, basic auth and a token both, or a setting the client refuses (a
+            URL that is not http(s), a CA bundle that cannot be loaded); the message names it.
+    """
+    if not url:
+        raise QueryError(f"give --loki-url or set {_environ.LOKI_URL}")
     # An empty variable counts as unset: a blank line in an env file must not send an empty
     # password or token.
     password = os.environ.get(_environ.LOKI_PASSWORD, "")
@@ -268,7 +284,7 @@ def read_query(
             f"token ({_environ.LOKI_BEARER_TOKEN}), not both"
         )
     try:
-        client = LokiClient(
+        return LokiClient(
             url,
             tenant=tenant,
             basic_auth=(username, password) if username is not None else None,
@@ -277,7 +293,6 @@ def read_query(
         )
     except ConfigurationError as exc:  # agent_logging's error, in the correlator's terms
         raise QueryError(str(exc)) from exc
-    return _closing(client, query, start_ns, end_ns)
 
 
 def _closing(
