@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
+from correlator.errors import QueryError
 from correlator.model import Event, Reject
+from correlator.sources._time import parse_zone
 
 if TYPE_CHECKING:
     from correlator.store import Store
@@ -29,6 +32,7 @@ __all__ = [
     "Reader",
     "Settle",
     "Source",
+    "read_zone",
 ]
 
 Parser = Callable[..., Iterator[Event | Reject]]
@@ -62,6 +66,23 @@ the time they cover (each event from its time less its ``duration_s`` to its tim
 
 def _text(_where: str, text: str) -> str:
     return text
+
+
+def read_zone(where: str, text: str) -> tzinfo:
+    """An :attr:`Option.read` for a time zone (nginx's error-log times, text logs' local
+    times: ``--nginx-tz``, ``--text-tz``, ``?tz=``, their variables).
+
+    Args:
+        where: what the message names (the option, the variable or the parameter).
+        text: as ``_time.parse_zone`` reads it: ``UTC``, ``+01:00``, ``Europe/Berlin``.
+
+    Raises:
+        QueryError: the text names no zone; the message names ``where`` and the text.
+    """
+    try:
+        return parse_zone(text)
+    except ValueError as exc:
+        raise QueryError(f"{where}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

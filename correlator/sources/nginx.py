@@ -21,7 +21,6 @@ from datetime import UTC, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Final
 
 from correlator import _environ
-from correlator.errors import QueryError
 from correlator.model import MAX_LINE_BYTES, Event, Reject
 from correlator.sources._lines import excerpt, unreadable
 from correlator.sources._nginx_access import (
@@ -39,13 +38,12 @@ from correlator.sources._nginx_error import (
     link_errors_to_access,
 )
 from correlator.sources._nginx_request import SOURCE, reject
-from correlator.sources._source import Option, Source
-from correlator.sources._time import parse_zone
+from correlator.sources._source import Option, Source, read_zone
 
 if TYPE_CHECKING:
     from correlator.store import Store
 
-__all__ = ["LINK_GAP_S", "NGINX", "link_errors_to_access", "link_stored", "parse", "read_zone"]
+__all__ = ["LINK_GAP_S", "NGINX", "link_errors_to_access", "link_stored", "parse"]
 
 
 def parse(
@@ -146,23 +144,6 @@ def _continues(pending: PendingRecord, raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def read_zone(where: str, text: str) -> tzinfo:
-    """The zone an operator names for error-log times (``--nginx-tz``,
-    ``CORRELATOR_NGINX_TZ``, ``?tz=``).
-
-    Args:
-        where: what the message names (the option, the variable or the parameter).
-        text: as ``_time.parse_zone`` reads it: ``UTC``, ``+01:00``, ``Europe/Berlin``.
-
-    Raises:
-        QueryError: the text names no zone; the message names ``where`` and the text.
-    """
-    try:
-        return parse_zone(text)
-    except ValueError as exc:
-        raise QueryError(f"{where}: {exc}") from exc
 
 
 def link_stored(store: Store, from_ns: int, to_ns: int) -> int:

@@ -19,8 +19,7 @@ from correlator import _environ
 from correlator.errors import QueryError
 from correlator.model import LAYERS, Event, Reject
 from correlator.sources._lines import excerpt, hasher
-from correlator.sources._source import Option, Source
-from correlator.sources.nginx import read_zone
+from correlator.sources._source import Option, Source, read_zone
 from correlator.sources.text._choose import HEAD_LINES, choose, described
 from correlator.sources.text._event import SOURCE, Maker, file_service
 from correlator.sources.text._format import Parsed, TextFormat
