@@ -11,9 +11,11 @@ One stack (real nginx, PostgreSQL, the services, three node agents, the Loki tes
 - the phases after the fault: ``fault→symptom`` (until the failure has shown itself; it
   includes ``settle``, time spent on purpose letting a stuck state outlive the devstack's
   1 s finding thresholds), ``drain`` (``agent-logging drain`` of every spool),
-  ``collect`` (log slices, CR and job snapshots, the audit table), ``ingest`` (the
-  correlator's CLI into a fresh DuckDB), ``analyse`` (timeline, verdict and findings);
-- whether the verdict named the true owner layer, and records logged vs seen.
+  ``collect`` (log slices, CR and job snapshots, the audit table), ``ingest`` (the files,
+  with the correlator's CLI into a fresh DuckDB), ``pull`` (``correlator timeline
+  --loki-url``: the incident's records from Loki, the timeline and verdict), ``analyse``
+  (the findings);
+- whether the verdict named the true owner layer, and records logged vs in Loki.
 
 Run: ``python -m benchmarks.devstack [--scenarios a,b] [--rounds 3] [--json]``. Needs the
 Debian packages ``nginx`` and ``postgresql``. Prints a Markdown table (medians over the
@@ -36,7 +38,7 @@ from benchmarks._common import machine_note
 from devstack.scenarios import SCENARIOS, run_scenario
 from devstack.supervisor import Stack, missing_binaries
 
-_PHASES = ("settle", "drain", "collect", "ingest", "analyse")
+_PHASES = ("settle", "drain", "collect", "ingest", "pull", "analyse")
 
 
 def _median(values: list[float]) -> float:

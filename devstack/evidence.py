@@ -1,21 +1,26 @@
-"""A scenario's evidence: marks where it starts, drains, collects, ingests, counts.
+"""A scenario's evidence: marks where it starts, drains, collects, correlates, counts.
 
 The five layers reach the correlator as they would in production:
 
-- node, api, workflow: the processes' records, from Loki (``correlator ingest --source loki``
-  over the scenario's time window), after ``agent-logging drain`` confirmed every spool is
-  visible there;
+- node, api, workflow: the processes' records, in Loki, after ``agent-logging drain``
+  confirmed every spool is visible there. The correlator pulls the incident's own records
+  from it, hop by hop from the scenario's seed, inside the scenario's window: ``correlator
+  timeline --id KEY=VALUE --loki-url URL --from START --to END`` (:func:`timeline`), as an
+  operator asks at incident time, with no window of the whole stack to ingest first;
 - ingress: nginx's access and error logs; db: PostgreSQL's ``jsonlog``; both as the slices
-  written since the scenario started (byte offsets taken at its start);
+  written since the scenario started (byte offsets taken at its start), ingested locally
+  (:func:`ingest`) before the timeline is asked for, which joins them;
 - plus the workflow audit table (``allocation_audit`` rows since the start), the custom
   resources' watch stream and a final ``kubectl get -o json``-style snapshot, and the
   provider's job objects (``GET /api/v2/jobs/``, ``/activation-instances/``), the last two
   scoped to the scenario's allocations (they are state, not logs with a time).
 
 What the processes logged is counted from their ledgers (``ledger/*.jsonl``: the same lines
-they spooled for Loki, written beside the spool); what the correlator saw is the set of raw
-lines its ``loki`` events hold. ``records_seen`` counts the ledger lines found there, so
-``records_logged == records_seen`` means nothing was lost on the way.
+they spooled for Loki, written beside the spool). The pull brings only the incident's
+records, so delivery is checked apart from it, over the whole window: :func:`count_delivered`
+counts the ledger lines that Loki holds exactly once (``records_logged == records_seen``:
+nothing lost, nothing doubled on the way), and :func:`count_pulled` those the pull brought
+into the correlator's store: every record naming the seed (:func:`naming`) among them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import io
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,13 +38,24 @@ from typing import Any
 import httpx
 import orjson
 
+from agent_logging.loki import LokiClient
 from agent_logging.schema import rfc3339_ns
 from correlator.model import Event, Reject
 from devstack.config import ENV, StackConfig
 from devstack.projector import snapshot
 from devstack.supervisor import REPO_ROOT, Stack, StackError
 
-__all__ = ["Marks", "collect", "count_records", "drain_all", "ingest", "ledger_lines"]
+__all__ = [
+    "Marks",
+    "collect",
+    "count_delivered",
+    "count_pulled",
+    "drain_all",
+    "ingest",
+    "ledger_lines",
+    "naming",
+    "timeline",
+]
 
 
 @dataclass
@@ -152,16 +169,9 @@ def collect(
     ]
 
 
-def ingest(
-    db_path: Path,
-    config: StackConfig,
-    marks: Marks,
-    end_ns: int,
-    files: list[tuple[str, list[Path]]],
-    audit: list[Event | Reject],
-) -> str:
-    """Ingest everything into a fresh DuckDB at ``db_path`` with the correlator's own CLI;
-    ``audit`` is what the correlator's audit-table reader read when the evidence was
+def ingest(db_path: Path, files: list[tuple[str, list[Path]]], audit: list[Event | Reject]) -> str:
+    """Ingest the collected files into a fresh DuckDB at ``db_path`` with the correlator's own
+    CLI, and ``audit``, what the correlator's audit-table reader read when the evidence was
     collected. Returns the summaries.
 
     Raises:
@@ -171,24 +181,46 @@ def ingest(
     from correlator.ingest import ingest_items
     from correlator.store import Store
 
-    runs = [
-        [
-            *("ingest", "--source", "loki", "--query", f'{{env="{ENV}"}}'),
-            *("--from", str(marks.start_ns), "--to", str(end_ns), "--loki-url", config.loki_url),
-            *(("--tenant", config.loki_tenant) if config.loki_tenant else ()),
-        ],
-        *[["ingest", "--source", kind, "--quiet", *map(str, paths)] for kind, paths in files],
-    ]
     summaries = io.StringIO()
-    for arguments in runs:
+    for kind, paths in files:
+        arguments = ["ingest", "--source", kind, "--quiet", *map(str, paths)]
         with contextlib.redirect_stderr(summaries):
             status = cli.main(["--db", str(db_path), *arguments])
         if status != 0:
-            raise StackError(f"correlator {' '.join(arguments[:3])} failed: {summaries.getvalue()}")
+            raise StackError(f"correlator ingest --source {kind} failed: {summaries.getvalue()}")
     with Store(db_path) as store:
         result = ingest_items(store, audit)
     summaries.write(f"workflow audit table: {result.as_dict()}\n")
     return summaries.getvalue()
+
+
+def timeline(
+    db_path: Path, config: StackConfig, marks: Marks, end_ns: int, seed: dict[str, str]
+) -> tuple[dict[str, Any], str]:
+    """The seed's timeline (verdict included), its records pulled from Loki into ``db_path``
+    by ``correlator timeline --id KEY=VALUE --loki-url URL --from START --to END --json``:
+    the stack's streams (``{env="devstack"}``), the scenario's window. Returns the timeline
+    and what the pull said on stderr (its hops, queries and entries).
+
+    Raises:
+        StackError: the command failed (Loki refused a query, the seed is malformed).
+    """
+    from correlator import cli
+
+    [(key, value)] = seed.items()
+    arguments = [
+        *("timeline", "--id", f"{key}={value}", "--json"),
+        *("--loki-url", config.loki_url, "--loki-selector", f'{{env="{ENV}"}}'),
+        *("--from", str(marks.start_ns), "--to", str(end_ns)),
+        *(("--tenant", config.loki_tenant) if config.loki_tenant else ()),
+    ]
+    out, said = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(said):
+        status = cli.main(["--db", str(db_path), *arguments])
+    if status != 0:
+        raise StackError(f"correlator timeline --loki-url failed: {said.getvalue()}")
+    answer: dict[str, Any] = orjson.loads(out.getvalue())
+    return answer, said.getvalue()
 
 
 def ledger_lines(config: StackConfig, start_ns: int, end_ns: int) -> list[str]:
@@ -208,8 +240,28 @@ def ledger_lines(config: StackConfig, start_ns: int, end_ns: int) -> list[str]:
     return lines
 
 
-def count_records(db_path: Path, logged: list[str]) -> int:
-    """How many of the ``logged`` lines the correlator holds as Loki events."""
+def naming(lines: list[str], seed: dict[str, str]) -> list[str]:
+    """The ledger ``lines`` whose record names the seed (its ``KEY`` field is ``VALUE``)."""
+    [(key, value)] = seed.items()
+    return [line for line in lines if orjson.loads(line).get(key) == value]
+
+
+def count_delivered(config: StackConfig, start_ns: int, end_ns: int, logged: list[str]) -> int:
+    """How many of the ``logged`` lines Loki holds exactly once among the stack's entries of
+    ``[start_ns, end_ns)``: the delivery check, over the whole window, apart from the pull.
+    """
+    with LokiClient(config.loki_url, tenant=config.loki_tenant) as client:
+        held = Counter(
+            entry.line
+            for entry in client.iter_query_range(
+                f'{{env="{ENV}"}}', start_ns=start_ns, end_ns=end_ns
+            )
+        )
+    return sum(1 for line in logged if held[line] == 1)
+
+
+def count_pulled(db_path: Path, logged: list[str]) -> int:
+    """How many of the ``logged`` lines the pull brought into the correlator's store."""
     from correlator.store import Store
 
     with Store(db_path, read_only=True) as store:

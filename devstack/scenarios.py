@@ -2,9 +2,10 @@
 
 :func:`run_scenario` runs one on a stack: it marks where the evidence starts, lets the
 scenario inject its fault and drive traffic (``faults.py``), drains every spool
-(``agent-logging drain``), collects the evidence of all five layers, restores the fault,
-ingests the evidence into a fresh DuckDB with the correlator's own CLI, and asks the
-correlator for the seed's timeline (verdict included) and the findings.
+(``agent-logging drain``), collects the evidence of all five layers, ingests the files into a
+fresh DuckDB with the correlator's own CLI, asks it for the seed's timeline with the
+incident's records pulled from Loki (``correlator timeline --id --loki-url``; verdict
+included) and for the findings, then restores the fault.
 
 Owner layers (the truth each scenario is checked against):
 
@@ -41,7 +42,17 @@ from typing import Any, Final
 
 from correlator.findings import FindingsConfig
 from devstack import faults
-from devstack.evidence import Marks, collect, count_records, drain_all, ingest, ledger_lines
+from devstack.evidence import (
+    Marks,
+    collect,
+    count_delivered,
+    count_pulled,
+    drain_all,
+    ingest,
+    ledger_lines,
+    naming,
+    timeline,
+)
 from devstack.harness import Run
 from devstack.supervisor import Stack
 
@@ -142,8 +153,14 @@ class Result:
     seed: dict[str, str]
     timeline: dict[str, Any]
     findings: list[dict[str, Any]]
+    #: Records the processes logged in the window (their ledgers), those Loki holds exactly
+    #: once (the delivery check), and those the pull brought (the incident's); of them, those
+    #: naming the seed, logged and pulled.
     records_logged: int
     records_seen: int
+    records_pulled: int
+    seed_records: int
+    seed_records_pulled: int
     started_ns: int
     end_ns: int
     verdict_at_ns: int
@@ -152,7 +169,8 @@ class Result:
     ingest_summary: str = ""
     problems: list[str] = field(default_factory=list)
     #: Seconds per phase: drive (fault and traffic), settle (of drive: waiting on purpose
-    #: for a finding's threshold), drain, collect, ingest, analyse.
+    #: for a finding's threshold), drain, collect, ingest (the files), pull (the timeline
+    #: from Loki, verdict included), analyse (the findings).
     phases: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -187,7 +205,12 @@ class Result:
         if self.records_logged != self.records_seen:
             problems.append(
                 f"{self.records_logged - self.records_seen} of {self.records_logged} records "
-                "logged were not seen by the correlator"
+                "logged are not in Loki exactly once"
+            )
+        if self.seed_records_pulled != self.seed_records:
+            problems.append(
+                f"{self.seed_records - self.seed_records_pulled} of the {self.seed_records} "
+                "records naming the seed were not pulled from Loki"
             )
         return problems
 
@@ -221,6 +244,9 @@ class Result:
             "layers_seen": self.layers_seen,
             "records_logged": self.records_logged,
             "records_seen": self.records_seen,
+            "records_pulled": self.records_pulled,
+            "seed_records": self.seed_records,
+            "seed_records_pulled": self.seed_records_pulled,
         }
 
 
@@ -265,9 +291,11 @@ def run_scenario(stack: Stack, scenario: Scenario) -> Result:
         audit = list(workflow.read_audit_table(config.dsn, since_ns=marks.start_ns))
         lap("collect")
         db_path = directory / "correlator.duckdb"
-        summary = ingest(db_path, config, marks, end_ns, files, audit)
+        summary = ingest(db_path, files, audit)
         lap("ingest")
-        timeline, found = _analyse(db_path, seed)
+        answer, pulled = timeline(db_path, config, marks, end_ns, seed)
+        lap("pull")
+        found = _findings(db_path)
         lap("analyse")
         verdict_at_ns = time.time_ns()
     finally:
@@ -277,35 +305,39 @@ def run_scenario(stack: Stack, scenario: Scenario) -> Result:
             run.close()
     lap.phases["settle"] = run.settled_s
     logged = ledger_lines(config, marks.start_ns, end_ns)
+    own = naming(logged, seed)
     result = Result(
         scenario=scenario,
         seed=seed,
-        timeline=timeline,
+        timeline=answer,
         findings=found,
         records_logged=len(logged),
-        records_seen=count_records(db_path, logged),
+        records_seen=count_delivered(config, marks.start_ns, end_ns, logged),
+        records_pulled=count_pulled(db_path, logged),
+        seed_records=len(own),
+        seed_records_pulled=count_pulled(db_path, own),
         started_ns=marks.start_ns,
         end_ns=end_ns,
         verdict_at_ns=verdict_at_ns,
         fault_at_ns=run.fault_at_ns,
         directory=directory,
-        ingest_summary=summary,
+        ingest_summary=summary + pulled,
         phases=lap.phases,
     )
     result.problems = result.check()
     return result
 
 
-def _analyse(db_path: Path, seed: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The seed's timeline (verdict included) and every finding, at the devstack's scale."""
-    from correlator import incident, queries
+def _findings(db_path: Path) -> list[dict[str, Any]]:
+    """Every finding in the store, at the devstack's scale."""
+    from correlator import queries
     from correlator.store import Store
 
-    key, value = next(iter(seed.items()))
-    with Store(db_path) as store:
-        timeline = incident.timeline_for(store, key, value)
-        found = queries.findings(store, time.time_ns(), FINDINGS_CONFIG)["findings"]
-    return timeline, found
+    with Store(db_path, read_only=True) as store:
+        found: list[dict[str, Any]] = queries.findings(store, time.time_ns(), FINDINGS_CONFIG)[
+            "findings"
+        ]
+    return found
 
 
 def render(result: Result) -> None:
@@ -325,7 +357,11 @@ def render(result: Result) -> None:
     print(f"  layers        {', '.join(result.layers_seen)}")
     for finding in result.findings:
         print(f"  finding       {finding['rule']}: {finding['summary']}")
-    print(f"  records       logged {result.records_logged}, seen {result.records_seen}")
+    print(
+        f"  records       logged {result.records_logged}, in Loki {result.records_seen}, "
+        f"pulled {result.records_pulled} (naming the seed: {result.seed_records_pulled} of "
+        f"{result.seed_records})"
+    )
     for problem in result.problems:
         print(f"  PROBLEM       {problem}")
     print(f"  evidence      {result.directory}")

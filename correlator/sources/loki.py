@@ -8,12 +8,18 @@ that boundary are skipped, and no page asks for more than Loki's default
 Authentication, tenant and TLS are the client's (``LokiClient(url, tenant=..., bearer_token=...,
 basic_auth=..., ca_bundle=...)``).
 
-Each entry whose line is a record of DESIGN §4 is read as the ``ndjson`` adapter reads it
-(its own ``ts`` wins; layer and service fall back to the stream's ``layer`` and
-``service_name`` labels). Any other line (an nginx line shipped by a collector, plain text)
-becomes an event built from the entry: Loki's timestamp, the ``layer`` and ``service_name``
-labels, ``level`` (or ``detected_level``), the identifiers found among the labels and
-structured metadata (validated like every identifier), the line as the message, the other
+Each entry whose line is a record of DESIGN §4 (a JSON object with a ``ts``, an ``event`` or
+a ``layer``) is read as the ``ndjson`` adapter reads it (its own ``ts`` wins; layer and
+service fall back to the stream's ``layer`` and ``service_name`` labels). A line a collector
+shipped as its program wrote it (an nginx access or error line, a PostgreSQL jsonlog or
+csvlog line: collector-config/) is read by that program's source, as its file would be: the
+same event, HTTP fields, severity and SQLSTATE, owner evidence and hash, the query as its
+origin. Either takes the identifiers it lacks from the entry's structured metadata and
+labels, where collectors put what they extract (nginx's ``$request_id``, the sqlcommenter
+comment's identifiers), each validated. Any other line (plain text, JSON the record mapping
+refuses) becomes an event built from the entry: Loki's timestamp, the ``layer`` and
+``service_name`` labels, ``level`` (or ``detected_level``), the identifiers found among the
+labels and structured metadata (validated like every identifier), the line as the message, the other
 labels in ``attrs["labels"]``. An entry with no layer at all (not in the record, not a label,
 no ``default_layer``) is a :class:`~correlator.model.Reject`.
 
@@ -34,6 +40,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Final
 
 import orjson
@@ -61,6 +68,52 @@ _MAX_MESSAGE_CHARS: Final = 1000
 # own (the stream schema's labels and metadata keys, and the level Loki detects).
 _LABELS_TAKEN: Final = frozenset({LAYER_LABEL, SERVICE_LABEL, *METADATA_KEYS, "detected_level"})
 _ID_LABELS: Final = CONTEXT_KEYS
+#: Keys of which a JSON line needs one to be read as a record of DESIGN §4 (an nginx access
+#: line or a PostgreSQL jsonlog line has none: its own source reads it).
+_RECORD_KEYS: Final = frozenset({"ts", "event", LAYER_LABEL})
+#: The sources whose lines collectors ship to Loki as they are (collector-config/): an entry
+#: that is not a record is read by the first of them that reads it, as its file would be.
+_SHIPPED_KINDS: Final = ("nginx", "postgres")
+
+
+def _shipped_event(data: bytes, labels: dict[str, str], query: str) -> Event | None:
+    """An entry's line read by the source that writes such lines (an nginx access or error
+    line, a PostgreSQL log line), with the identifiers its structured metadata adds; None
+    when none of them reads it.
+
+    The event is that source's, as a file of the line gives it (its kind, time, hash: the
+    same line pulled from Loki and ingested from its file is one event); its origin is the
+    query.
+    """
+    from correlator.sources import SOURCES  # the registry imports this module
+
+    for kind in _SHIPPED_KINDS:
+        parse = SOURCES[kind].parse
+        if parse is None:
+            continue
+        for item in parse([data], query):
+            if isinstance(item, Event):
+                return _with_labelled_ids(item, labels)
+            break
+    return None
+
+
+def _with_labelled_ids(event: Event, labels: dict[str, str]) -> Event:
+    """``event`` with the identifiers it lacks taken from the entry's stream labels and
+    structured metadata (where collectors and agent_logging put them), each validated."""
+    missing = {
+        key: labels[key] for key in _ID_LABELS if labels.get(key) and getattr(event, key) is None
+    }
+    if not missing:
+        return event
+    rejected: dict[str, str] = {}
+    taken = {key: take_id(key, value, rejected) for key, value in missing.items()}
+    found: dict[str, Any] = {key: value for key, value in taken.items() if value is not None}
+    if rejected:
+        attrs = dict(event.attrs)
+        attrs["rejected_ids"] = {**attrs.get("rejected_ids", {}), **rejected}
+        return replace(event, attrs=attrs, **found)
+    return replace(event, **found) if found else event
 
 
 def fetch(
@@ -151,25 +204,30 @@ def _entry_event(
     layer = label_layer if label_layer in LAYERS else default_layer
     service = labels.get("service_name") or None
 
+    record = None
     if line.startswith("{"):
         try:
             record = orjson.loads(data)
         except orjson.JSONDecodeError:
             record = None
-        if isinstance(record, dict):
-            row = record_row(
-                record,
-                line,
-                digest,
-                source=_SOURCE,
-                origin=query,
-                line_no=number,
-                default_layer=layer,
-                default_service=service,
-                default_ts_ns=ts_ns,
-            )
-            if not isinstance(row, str):
-                return Event(*row)
+    if not (isinstance(record, dict) and record.keys() & _RECORD_KEYS):
+        shipped = _shipped_event(data, labels, query)
+        if shipped is not None:
+            return shipped
+    if isinstance(record, dict):
+        row = record_row(
+            record,
+            line,
+            digest,
+            source=_SOURCE,
+            origin=query,
+            line_no=number,
+            default_layer=layer,
+            default_service=service,
+            default_ts_ns=ts_ns,
+        )
+        if not isinstance(row, str):
+            return _with_labelled_ids(Event(*row), labels)
     if layer is None:
         reason = (
             f"entry {number} names no layer: the line is not a record with one and the stream "

@@ -15,15 +15,17 @@ backreferences); ``test_configs`` checks the patterns stay inside that common su
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import re
 from collections.abc import Mapping
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 import orjson
 
 from tests.collector_config.alloy_syntax import Block, evaluate
 
-__all__ = ["AlloyEntry", "OtelEntry", "Unsimulated", "run_alloy", "run_filelog"]
+__all__ = ["AlloyEntry", "OtelEntry", "Unsimulated", "parse_time_ns", "run_alloy", "run_filelog"]
 
 
 class Unsimulated(AssertionError):
@@ -190,13 +192,93 @@ def run_filelog(receiver: Mapping[str, Any], line: str, file_name: str = "x.log"
 
 @dataclasses.dataclass
 class AlloyEntry:
-    """An entry inside ``loki.process``: labels, extracted map, structured metadata."""
+    """An entry inside ``loki.process``: labels, extracted map, structured metadata, and the
+    timestamp the ``stage.timestamp`` stages set (None: the time the file was read, Alloy's
+    default, which the model does not know)."""
 
     line: str
     labels: dict[str, str]
     extracted: dict[str, Any]
     structured_metadata: dict[str, str]
     timestamps: list[tuple[str, str]]
+    ts_ns: int | None = None
+
+
+# Go's reference-time tokens that the configs' layouts use, as regex groups. ``.999`` is an
+# optional fraction (Go also accepts a fraction the layout does not name, after seconds).
+_GO_TOKENS: Final = (
+    ("2006", r"(?P<year>[0-9]{4})"),
+    ("01", r"(?P<month>[0-9]{2})"),
+    ("02", r"(?P<day>[0-9]{2})"),
+    ("15", r"(?P<hour>[0-9]{2})"),
+    ("04", r"(?P<minute>[0-9]{2})"),
+    ("05", r"(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]{1,9}))?"),
+    ("MST", r"(?P<zone>[A-Z]{3,5})"),
+)
+_RFC3339: Final = re.compile(
+    r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})[Tt](?P<hour>[0-9]{2}):"
+    r"(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]{1,9}))?"
+    r"(?P<offset>[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_UNIX: Final = re.compile(r"(?P<seconds>[0-9]+)(?:\.(?P<fraction>[0-9]{1,9}))?")
+
+
+def _go_layout(layout: str) -> re.Pattern[str]:
+    """A Go reference layout made up of :data:`_GO_TOKENS` and literal text, as a regex."""
+    pattern, rest = "", layout.replace(".999", "")  # the fraction group follows the seconds
+    while rest:
+        for token, group in _GO_TOKENS:
+            if rest.startswith(token):
+                pattern, rest = pattern + group, rest[len(token) :]
+                break
+        else:
+            if rest[0].isalnum():
+                raise Unsimulated(f"Go layout {layout!r} at {rest!r}")
+            pattern, rest = pattern + re.escape(rest[0]), rest[1:]
+    return re.compile(pattern)
+
+
+def _nanoseconds(fraction: str | None) -> int:
+    return int((fraction or "").ljust(9, "0"))
+
+
+def parse_time_ns(value: str, layout: str, location: str = "UTC") -> int | None:
+    """What ``stage.timestamp`` reads ``value`` as with ``format = layout``, in ns since the
+    epoch; None where Alloy's parse fails (the entry then keeps its time).
+
+    Modelled: ``Unix`` (seconds, an optional fraction), ``RFC3339Nano``, and reference
+    layouts of the tokens in :data:`_GO_TOKENS`; a zone abbreviation (``MST``) must be UTC
+    or GMT, as the configs require of their sources.
+
+    Raises:
+        Unsimulated: another layout or zone.
+    """
+    if layout == "Unix":
+        unix = _UNIX.fullmatch(value)
+        if unix is None:
+            return None
+        return int(unix["seconds"]) * 1_000_000_000 + _nanoseconds(unix["fraction"])
+    match = (_RFC3339 if layout == "RFC3339Nano" else _go_layout(layout)).fullmatch(value)
+    if match is None:
+        return None
+    fields = match.groupdict()
+    zone: datetime.tzinfo = ZoneInfo(location)
+    if fields.get("offset"):
+        offset = fields["offset"].upper()
+        zone = datetime.UTC
+        if offset != "Z":
+            sign = -1 if offset[0] == "-" else 1
+            hours, minutes = int(offset[1:3]), int(offset[4:6])
+            zone = datetime.timezone(sign * datetime.timedelta(hours=hours, minutes=minutes))
+    elif fields.get("zone"):
+        if fields["zone"] not in ("UTC", "GMT"):
+            raise Unsimulated(f"zone abbreviation {fields['zone']!r}")
+        zone = datetime.UTC
+    year, month, day, hour, minute, second = (
+        int(fields[name]) for name in ("year", "month", "day", "hour", "minute", "second")
+    )
+    moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=zone)
+    return int(moment.timestamp()) * 1_000_000_000 + _nanoseconds(fields.get("fraction"))
 
 
 def _as_string(value: Any) -> str | None:
@@ -329,9 +411,15 @@ def run_alloy(
                 raise Unsimulated("stage.label_keep values")
             entry.labels = {name: value for name, value in entry.labels.items() if name in keep}
         elif kind == "stage.timestamp":
-            entry.timestamps.append(
-                (str(stage.attributes["source"]), str(stage.attributes["format"]))
-            )
+            source, layout = str(stage.attributes["source"]), str(stage.attributes["format"])
+            entry.timestamps.append((source, layout))
+            value = _as_string(entry.extracted.get(source))
+            location = stage.attributes.get("location")
+            if value is not None:
+                ts_ns = parse_time_ns(
+                    value, layout, str(evaluate(location, environ)) if location else "UTC"
+                )
+                entry.ts_ns = entry.ts_ns if ts_ns is None else ts_ns
         elif kind == "stage.template":
             # Go text/template is not evaluated here; the key is marked as set.
             entry.extracted[str(stage.attributes["source"])] = "<template>"

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import agent_logging
 from agent_logging.context._propagation import render_headers, sql_comment_for
 from agent_logging.schema import IDENTIFIER_KEYS, TRACE_KEYS
+from correlator.sources._time import parse_rfc3339_ns
 from tests.collector_config.configs import (
     ID_ALPHABET,
     NO_ENV,
@@ -29,7 +31,7 @@ from tests.collector_config.configs import (
     otelcol,
     postgres_line,
 )
-from tests.collector_config.simulate import run_alloy, run_filelog
+from tests.collector_config.simulate import Unsimulated, parse_time_ns, run_alloy, run_filelog
 
 # ---- a record written by the library itself, through both collectors -----------------------
 
@@ -81,6 +83,7 @@ def test_a_library_record_through_alloy(library_line: str) -> None:
         "filename": "/var/log/evidence/a.jsonl",
     }
     assert entry.timestamps == [("ts", "RFC3339Nano")]
+    assert entry.ts_ns == parse_rfc3339_ns(orjson.loads(library_line)["ts"])
     assert entry.line == library_line
 
 
@@ -166,6 +169,7 @@ def test_nginx_access_labels_and_timestamp() -> None:
     )
     assert entry.labels == {"service_name": "nginx", "layer": "ingress", "env": "prod"}
     assert entry.timestamps == [("msec", "Unix")]
+    assert entry.ts_ns == 1_795_353_079_123_000_000  # "msec":"1795353079.123"
     assert entry.structured_metadata["level"] == "<template>"
 
 
@@ -182,6 +186,12 @@ def test_nginx_error_lines_keep_only_the_level() -> None:
     assert entry.extracted["nginx_level"] == "error"
     assert entry.labels == {"service_name": "nginx", "layer": "ingress", "env": "dev"}
     assert entry.structured_metadata == {"level": "<template>", "filename": "/e"}
+    assert entry.ts_ns == _ns("2026-11-22T13:11:19Z")
+    # In the zone NGINX_TZ names (nginx writes its local time, without an offset).
+    berlin = run_alloy(
+        components("loki.process")["nginx_error"], line, {}, {"NGINX_TZ": "Europe/Berlin"}
+    )
+    assert berlin.ts_ns == _ns("2026-11-22T12:11:19Z")
     # Both split the file into entries on the same first-line pattern.
     multiline = components("loki.process")["nginx_error"].child("stage.multiline")
     first_line = otelcol()["receivers"]["filelog/nginx_error"]["multiline"]["line_start_pattern"]
@@ -263,6 +273,39 @@ def test_postgres_labels_and_timestamp() -> None:
     entry = run_alloy(components("loki.process")["postgres"], line, {"filename": "/p"}, NO_ENV)
     assert entry.labels == {"service_name": "postgresql", "layer": "db", "env": "dev"}
     assert entry.timestamps == [("timestamp", "2006-01-02 15:04:05.999 MST")]
+    assert entry.ts_ns == _ns("2026-11-22T13:11:19.123Z")  # "2026-11-22 13:11:19.123 UTC"
+
+
+def _ns(rfc3339: str) -> int:
+    return parse_rfc3339_ns(rfc3339)
+
+
+@pytest.mark.parametrize(
+    ("value", "layout", "expected"),
+    [
+        ("1795353079", "Unix", "2026-11-22T13:11:19Z"),
+        ("1795353079.000000123", "Unix", "2026-11-22T13:11:19.000000123Z"),
+        ("2026-11-22T13:11:19.5+01:00", "RFC3339Nano", "2026-11-22T12:11:19.5Z"),
+        # Go reads a fraction after the seconds that the layout does not name.
+        ("2026-11-22 13:11:19 UTC", "2006-01-02 15:04:05.999 MST", "2026-11-22T13:11:19Z"),
+        ("2026/11/22 13:11:19.25", "2006/01/02 15:04:05", "2026-11-22T13:11:19.25Z"),
+        ("not a time", "Unix", None),
+        ("2026/11/22", "2006/01/02 15:04:05", None),
+    ],
+)
+def test_the_timestamp_model_reads_the_layouts_the_configs_use(
+    value: str, layout: str, expected: str | None
+) -> None:
+    assert parse_time_ns(value, layout) == (None if expected is None else _ns(expected))
+
+
+@pytest.mark.parametrize(
+    ("value", "layout"),
+    [("2026-11-22 13:11:19 CET", "2006-01-02 15:04:05 MST"), ("Nov 22", "Jan 02")],
+)
+def test_the_timestamp_model_refuses_what_it_does_not_know(value: str, layout: str) -> None:
+    with pytest.raises(Unsimulated):
+        parse_time_ns(value, layout)
 
 
 _ids = st.text(alphabet=ID_ALPHABET, min_size=1, max_size=40)

@@ -51,14 +51,21 @@ def _common(result: Result, owner: str, findings: list[str]) -> None:
     assert result.finding_rules == findings
     assert result.records_logged > 0
     assert result.records_logged == result.records_seen
+    # The timeline pulled the incident's records from Loki: every one naming the seed.
+    assert result.seed_records > 0
+    assert result.seed_records_pulled == result.seed_records
+    assert "correlator: Loki: " in result.ingest_summary
     assert sorted(result.as_json()) == [
         "expected_owner_layer",
         "findings",
         "layers_seen",
         "records_logged",
+        "records_pulled",
         "records_seen",
         "scenario",
         "seed",
+        "seed_records",
+        "seed_records_pulled",
         "verdict",
     ]
 

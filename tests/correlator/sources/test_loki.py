@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ from agent_logging.loki._entries import PushEntry, entry_from_record
 from correlator.errors import QueryError, SourceError
 from correlator.logql import query_for, selector
 from correlator.model import Event, Reject, content_hash
+from correlator.sources import nginx
 from correlator.sources.loki import fetch
 from tests.lokisim.fixtures import VISIBILITY_TIMEOUT_S
 
@@ -69,6 +71,14 @@ def test_entries_are_mapped_as_records_or_from_their_labels() -> None:
     query = '{service_name=~".+"}'
 
     items = list(fetch(client, query, start_ns=T0, end_ns=T0 + 10))
+    [from_file] = nginx.parse([NGINX_LINE.encode()], "/var/log/nginx/error.log")
+    assert isinstance(from_file, Event)
+    # its own: a refused upstream connection is the ingress's
+    assert (from_file.source, from_file.level, from_file.owner_hint) == (
+        "nginx",
+        "error",
+        "ingress",
+    )
 
     assert items == [
         Event(
@@ -82,22 +92,18 @@ def test_entries_are_mapped_as_records_or_from_their_labels() -> None:
             service="api",  # from the stream, the record names none
             level="error",
             allocation_id="a-9",
+            trace_id=TRACE,  # from the structured metadata: the record names none
             owner_hint="cert",
             error_type="RuntimeError",
         ),
-        Event(
-            ts_ns=T0 + 7,
-            layer="ingress",
-            source="loki",
+        # A line nginx wrote, shipped by a collector: read as its file is (the nginx
+        # source's event, hash and all), with the identifiers of its structured metadata.
+        replace(
+            from_file,
             origin=query,
-            message=NGINX_LINE,
-            raw=NGINX_LINE,
-            hash=content_hash("loki", f"{T0 + 7}\n{NGINX_LINE}".encode()),
-            service="nginx",
-            level="error",
             node_id="n-17",
             attrs={
-                "labels": {"filename": "/var/log/nginx/error.log"},
+                **from_file.attrs,
                 "rejected_ids": {
                     "allocation_id": "holds '\"' (U+0022) at position 1; allowed: ASCII "
                     "letters, digits and . _ : / @ + ~ -"
