@@ -23,7 +23,8 @@ identifiers, and what it says of a request or a failure (:class:`Maker`).
   table reads with the rest of the record (``correlator.ownership``).
 
 The message is the record's first line of message (the rest is in ``raw``); every field the
-format read is kept in ``attrs``, as text.
+format read is kept in ``attrs``, as text, but those whose whole value became an identifier
+(its column holds it, ``raw`` the field).
 """
 
 from __future__ import annotations
@@ -202,13 +203,18 @@ class Maker:
                 f"no layer for this record ({named}, which no layer rule places): give "
                 f"--layer ({_LAYER_LIST}), or a [[layers]] rule in --text-rules"
             )
-        attrs: dict[str, Any] = dict(fields)
+        refused: dict[str, str] = {}
+        taken: set[str] = set()
+        ids = self.identifiers.find(parsed.message, fields, refused, taken)
+        attrs: dict[str, Any] = (
+            {name: value for name, value in fields.items() if name not in taken}
+            if taken
+            else dict(fields)
+        )
         level = _level(parsed.level)
         if level is None:
             attrs["level"] = parsed.level
             level = "info"
-        refused: dict[str, str] = {}
-        ids = self.identifiers.find(parsed.message, fields, refused)
         if refused:
             attrs["rejected_ids"] = refused
         if replaced:

@@ -50,13 +50,14 @@ def _field(name: str, to: str, *formats: str) -> IdRule:
     return IdRule(to, field=name, formats=frozenset(formats), name=f"field {name}")
 
 
-def _pattern(pattern: str, to: str, *formats: str, field: str = "message") -> IdRule:
+def _pattern(pattern: str, to: str, *formats: str, needs: str, field: str = "message") -> IdRule:
     return IdRule(
         to,
         field=field,
         pattern=re.compile(pattern),
         formats=frozenset(formats),
         name=f"pattern {pattern} in {field}",
+        needs=needs,
     )
 
 
@@ -88,9 +89,9 @@ BUILTIN_IDS: Final[tuple[IdRule, ...]] = (
     _field("span.id", "span_id"),
     _field("spanId", "span_id"),
     _field("instance", "allocation_id", "oslo"),
-    _pattern(rf"/servers/({_UUID})\b", "allocation_id", "oslo"),
-    _pattern(rf"(?i:\bnode) ({_UUID})\b", "node_id", "oslo"),
-    _pattern(rf"/nodes/({_UUID})\b", "node_id", "oslo"),
+    _pattern(rf"/servers/({_UUID})\b", "allocation_id", "oslo", needs="/servers/"),
+    _pattern(rf"(?i:\bnode) ({_UUID})\b", "node_id", "oslo", needs=""),  # any case
+    _pattern(rf"/nodes/({_UUID})\b", "node_id", "oslo", needs="/nodes/"),
     _field("node", "node_id", "klog"),
     _field("host", "node_id", "syslog"),
     _field("_HOSTNAME", "node_id", "journald"),

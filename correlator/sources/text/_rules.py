@@ -49,6 +49,8 @@ class IdRule:
         formats: the formats it applies to; empty: every format.
         name: how a refused value names the rule (``field request_id``, ``rules.toml
             identifiers[2]``).
+        needs: text the field must hold for ``pattern`` to be searched (``/servers/``): a
+            substring test is cheaper than a search that finds nothing.
     """
 
     to: str
@@ -56,6 +58,7 @@ class IdRule:
     pattern: re.Pattern[str] | None = None
     formats: frozenset[str] = frozenset()
     name: str = ""
+    needs: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,11 @@ class IdRules:
         return ordered
 
     def find(
-        self, message: str, fields: Mapping[str, str], refused: dict[str, str]
+        self,
+        message: str,
+        fields: Mapping[str, str],
+        refused: dict[str, str],
+        taken: set[str],
     ) -> dict[str, str]:
         """The identifiers the rules find in one record, checked.
 
@@ -116,6 +123,8 @@ class IdRules:
             fields: its named fields.
             refused: where a value that fails the identifier check is noted, by identifier
                 (``"correlation_id": "field request_id: ..."``).
+            taken: where the fields whose whole value became an identifier are added (their
+                column holds them).
 
         Returns:
             The accepted identifiers, by key.
@@ -132,15 +141,14 @@ class IdRules:
             value = _value(rule, message if rule.field == MESSAGE else fields[rule.field])
             if value is None:
                 continue
-            if value in good_ids and to in _FIVE:  # proven good before: one set test
-                found[to] = value
-                continue
-            problems: dict[str, str] = {}
-            checked = take_id(to, value, problems)
-            if checked is not None:
-                found[to] = checked
-            else:
-                refused[to] = f"{rule.name}: {problems[to]}"
+            if not (value in good_ids and to in _FIVE):  # proven good before: one set test
+                problems: dict[str, str] = {}
+                if take_id(to, value, problems) is None:
+                    refused[to] = f"{rule.name}: {problems[to]}"
+                    continue
+            found[to] = value
+            if rule.pattern is None:
+                taken.add(rule.field)
         return found
 
 
@@ -155,6 +163,8 @@ def _value(rule: IdRule, text: str) -> str | None:
     pattern = rule.pattern
     if pattern is None:
         return text
+    if rule.needs and rule.needs not in text:
+        return None
     match = pattern.search(text)
     if match is None:
         return None

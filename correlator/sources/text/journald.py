@@ -12,16 +12,20 @@ A record is one JSON object per line, every field a string, except:
 
 The time is ``__REALTIME_TIMESTAMP``, microseconds since the epoch (when journald received
 the entry; the zone given plays no part). The level is ``PRIORITY`` as written (``0``
-emergency to ``7`` debug), the message ``MESSAGE`` (none: empty). Every field is kept, as
-text, by its name (``_HOSTNAME``, ``SYSLOG_IDENTIFIER``, ``_SYSTEMD_UNIT``, ``_PID``,
-``MESSAGE``, ``PRIORITY``, ``__REALTIME_TIMESTAMP``, ...); see systemd.journal-fields(7).
+emergency to ``7`` debug), the message ``MESSAGE`` (none: empty). Every other field is kept,
+as text, by its name (``_HOSTNAME``, ``SYSLOG_IDENTIFIER``, ``_SYSTEMD_UNIT``, ``_PID``,
+``_MACHINE_ID``, ...; see systemd.journal-fields(7)), but the journal's bookkeeping
+(:data:`_BOOKKEEPING`: the entry's address, every ``__`` field, and how journald filed it),
+which the line keeps: a journal entry carries some thirty fields, and what is stored of each
+record is paid for by every ingest.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import tzinfo
 from typing import Any, Final
+
+import orjson
 
 from correlator.sources._time import MAX_NS
 from correlator.sources.text._format import Parsed, TextFormat
@@ -29,6 +33,26 @@ from correlator.sources.text._format import Parsed, TextFormat
 __all__ = ["JOURNALD", "read", "starts"]
 
 _US_NS: Final = 1000
+#: The journal's bookkeeping, left out of a record's fields (its line keeps them): the
+#: entry's address (``__CURSOR``, ``__MONOTONIC_TIMESTAMP``, ...: every ``__`` field), and
+#: trusted fields that say how journald received and filed it rather than what happened.
+#: ``MESSAGE`` and ``PRIORITY`` are the message and the level.
+_BOOKKEEPING: Final = frozenset(
+    {
+        "MESSAGE",
+        "PRIORITY",
+        "_CAP_EFFECTIVE",
+        "_STREAM_ID",
+        "_SOURCE_REALTIME_TIMESTAMP",
+        "_SOURCE_MONOTONIC_TIMESTAMP",
+        "_SYSTEMD_CGROUP",
+        "_SYSTEMD_SLICE",
+        "_SYSTEMD_INVOCATION_ID",
+        "_SELINUX_CONTEXT",
+        "_AUDIT_SESSION",
+        "_AUDIT_LOGINUID",
+    }
+)
 
 
 def starts(_line: str) -> bool:
@@ -62,18 +86,26 @@ def read(text: str, _zone: tzinfo) -> Parsed | str:
         The record, or why it is not one.
     """
     try:
-        entry = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's
+        entry = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:  # nesting past 1,024 levels too
         return f"not a journal entry: invalid JSON ({str(exc)[:80]})"
     if not isinstance(entry, dict):
         return f"not a journal entry: a JSON {type(entry).__name__}, not an object"
     fields: dict[str, str] = {}
+    message = level = stamp = None
     for name, value in entry.items():
-        value_text = _text(value)
+        value_text = value if type(value) is str else _text(value)
         if value_text is None:
             return f"journal field {name[:40]!r} is neither a string, bytes nor a list of them"
-        fields[name] = value_text
-    stamp = fields.get("__REALTIME_TIMESTAMP")
+        if name in _BOOKKEEPING or name.startswith("__"):
+            if name == "MESSAGE":
+                message = value_text
+            elif name == "PRIORITY":
+                level = value_text
+            elif name == "__REALTIME_TIMESTAMP":
+                stamp = value_text
+        else:
+            fields[name] = value_text
     if stamp is None:
         return "journal entry without __REALTIME_TIMESTAMP"
     if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 19):
@@ -81,9 +113,7 @@ def read(text: str, _zone: tzinfo) -> Parsed | str:
     ts_ns = int(stamp) * _US_NS
     if ts_ns > MAX_NS:
         return f"journal __REALTIME_TIMESTAMP {stamp} is after 2262"
-    return Parsed(
-        ts_ns=ts_ns, level=fields.get("PRIORITY"), message=fields.get("MESSAGE", ""), fields=fields
-    )
+    return Parsed(ts_ns=ts_ns, level=level, message=message or "", fields=fields)
 
 
 #: The ``journald`` format.

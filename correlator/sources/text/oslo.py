@@ -50,14 +50,31 @@ _INSTANCE: Final = re.compile(r"\[instance: ([0-9A-Fa-f-]{36})\] ?")
 _REQUEST: Final = re.compile(r"req-[0-9A-Fa-f-]{36}")
 
 
-def _head(line: str) -> tuple[re.Match[str] | None, str | None]:
+_Head = tuple[re.Match[str] | None, str | None]
+#: The last two lines :func:`_head` read, and what it found: a record's first line is read by
+#: ``starts``, then the next line by ``starts`` (which ends the record), then the first again
+#: by ``read``, the same string. One tuple, replaced whole: threads reading other inputs at
+#: worst miss it.
+_last: tuple[str, _Head, str, _Head] = ("", (None, None), "", (None, None))
+
+
+def _head(line: str) -> _Head:
     """The oslo prefix of a line, and the file name before it (loghub's samples), if any."""
+    global _last
+    last = _last
+    if last[0] is line:
+        return last[1]
+    if last[2] is line:
+        return last[3]
     match = _HEAD.match(line)
     if match is not None or not line[:1].isalpha():
-        return match, None
-    word, _, rest = line.partition(" ")  # one word only: a bounded look, whatever the line
-    match = _HEAD.match(rest)
-    return match, (word if match is not None else None)
+        found: _Head = (match, None)
+    else:
+        word, _, rest = line.partition(" ")  # one word only: a bounded look, whatever the line
+        match = _HEAD.match(rest)
+        found = (match, word if match is not None else None)
+    _last = (line, found, last[0], last[1])
+    return found
 
 
 def starts(line: str) -> bool:
