@@ -3,7 +3,8 @@
 ``correlator serve`` (uvicorn, on 127.0.0.1 only) is started over each store in turn, as an
 operator starts it, and sent a burst of ``--requests`` concurrent ``GET /v1/timeline`` (httpx,
 one connection per request, as many clients would), while ``/healthz`` is asked every 50 ms
-on a connection of its own. Three services take turns on each store, in the same run:
+by a process of its own, on a new connection each time, as Kubernetes' probes ask it. Three
+services take turns on each store, in the same run:
 
 - **before**: the code of ``--before`` (default :data:`BEFORE_REV`, the last commit whose
   service answered reads on Starlette's shared pool of 40 threads), extracted with
@@ -12,6 +13,11 @@ on a connection of its own. Three services take turns on each store, in the same
 - **uncached**: the same with ``CORRELATOR_READ_CACHE_MB=0``: no answer kept until the next
   write, no read of the store kept for the next timeline (identical reads in flight still
   share one answer). What each request costs when nothing is kept.
+
+The requests are sent with httpx (``--client httpx``), as a client library sends them, whose
+own work on the cores the service shares is most of a small store's burst; ``--client raw``
+opens every connection first, then writes every request at once: what the service alone
+takes, and the harshest arrival for ``/healthz``, answered on the same event loop.
 
 Workloads, per store:
 
@@ -29,26 +35,33 @@ DIR`` keeps the fleet and its store in ``DIR/n1000000`` (the layout of ``benchma
 
 Figures per (store, workload, service): latency p50/p95/max of the burst's requests (sent to
 answered, body read), requests/s (the burst's size over its wall time), ``/healthz`` latency
-p50/p95/max during the burst, and the service's CPU time per request (``/proc/PID/stat``: the
-most stable figure on a shared host). Then the ratios of each service against before. Every
-request has a timeout (``--timeout-s``) and the burst a deadline; a request that fails is
-counted, not retried. ``--rounds N`` runs the services N times, in turns (each first in
-turn), and pools the figures. The load generator shares the machine's cores with the
-service. Every service is started afresh for each burst: nothing is kept from one burst to
-the next.
+p50/p95/max during the burst, the most ``/healthz`` took when asked from the burst's own event
+loop (as it was measured until issue 21's fourteenth session: that loop, busy with the burst's
+requests and answers, delays it too, by up to 200 ms on the small store), the service's
+CPU time per request (``/proc/PID/stat``: the most stable figure on a shared host), and the
+share of the burst the service's event loop spent waiting for a core while it could run
+(``/proc/PID/task/PID/schedstat``): the host's part in a slow ``/healthz``. Then
+the ratios of each service against before. Every request has a timeout (``--timeout-s``) and
+the burst a deadline; a request that fails is counted, not retried. ``--rounds N`` runs the
+services N times, in turns (each first in turn), and pools the figures. The load generator
+shares the machine's cores with the service. Every service is started afresh for each burst:
+nothing is kept from one burst to the next.
 
 Run: ``python -m benchmarks.api [--sizes small,1e6] [--requests 200] [--rounds 1]
-[--before REV] [--read-threads N] [--keep DIR] [--json] [--record]``; ``--record`` rewrites
-the section of ``benchmarks/RESULTS.md`` titled :data:`SECTION`. A default run takes about 7
-minutes on 2 cores once the 10^6 store exists (generating and ingesting it, about 2 more).
+[--before REV] [--read-threads N] [--client httpx|raw] [--keep DIR] [--json] [--record]``;
+``--record`` rewrites the section of ``benchmarks/RESULTS.md`` titled :data:`SECTION`. A
+default run takes about 7 minutes on 2 cores once the 10^6 store exists (generating and
+ingesting it, about 2 more).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -61,8 +74,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -144,6 +159,13 @@ class Service:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def loop_waited_s(self) -> float:
+        """How long the service's main thread, its event loop, has waited so far for a core
+        while it could run (the run delay of ``/proc/PID/task/PID/schedstat``): what a busy
+        host, not the service, added to its answers."""
+        pid = self.process.pid
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[1]) / 1e9
+
 
 @contextmanager
 def serving(
@@ -204,9 +226,88 @@ def serving(
 # -- the burst -------------------------------------------------------------------------------
 
 
-async def _burst(url: str, paths: Sequence[str], warm_up: str, timeout_s: float) -> dict[str, Any]:
-    """Ask ``warm_up``, then send every path at once (one connection each) while /healthz is
-    asked every 50 ms."""
+def _probe_healthz(url: str, probing: Any, stopped: Any, answers: Connection) -> None:
+    """Ask ``url``'s /healthz every :data:`HEALTH_EVERY_S` while ``probing`` is set, until
+    ``stopped``, on a new connection each time (as Kubernetes' probes do: no keep-alive), then
+    send ``answers`` the latencies (seconds) and the failures. Run in a process of its own
+    (:func:`measure`)."""
+    parsed = urlsplit(url)
+    latencies: list[float] = []
+    failures: list[str] = []
+    answers.send("ready")
+    while not stopped.is_set():
+        if not probing.wait(0.01):
+            continue
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection(parsed.hostname or HOST, parsed.port, timeout=10.0)
+        try:
+            connection.request("GET", "/healthz")
+            status = connection.getresponse().status
+        except OSError as exc:
+            failures.append(f"healthz {type(exc).__name__}")
+        else:
+            if status == 200:
+                latencies.append(time.perf_counter() - started)
+            else:
+                failures.append(f"healthz {status}")
+        finally:
+            connection.close()
+        stopped.wait(HEALTH_EVERY_S)
+    answers.send((latencies, failures))
+
+
+async def _raw_connections(url: str, count: int) -> list[tuple[Any, Any]]:
+    """``count`` connections to ``url``, opened (``asyncio`` streams) before a ``raw`` burst."""
+    parsed = urlsplit(url)
+    return list(
+        await asyncio.gather(
+            *(asyncio.open_connection(parsed.hostname, parsed.port) for _ in range(count))
+        )
+    )
+
+
+async def _raw_burst(
+    url: str, connections: list[tuple[Any, Any]], paths: Sequence[str], timeout_s: float
+) -> tuple[list[float], list[str]]:
+    """Every path on a connection of its own, all written at once (``Connection: close``),
+    then each answer read to its end: latencies (from the writes) and failures."""
+    host = urlsplit(url).netloc
+    latencies: list[float] = []
+    failures: list[str] = []
+
+    async def answered(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            answer = await asyncio.wait_for(reader.read(), timeout_s)  # to the end
+        except (OSError, TimeoutError) as exc:
+            failures.append(type(exc).__name__)
+            return
+        finally:
+            writer.close()
+        status = answer.split(b" ", 2)[1] if answer.startswith(b"HTTP/1.1 ") else b"none"
+        if status == b"200":
+            latencies.append(time.perf_counter() - started)
+        else:
+            failures.append(status.decode("latin-1"))
+
+    started = time.perf_counter()
+    for (_, writer), path in zip(connections, paths, strict=True):
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    await asyncio.gather(*(answered(reader, writer) for reader, writer in connections))
+    return latencies, failures
+
+
+async def _burst(
+    url: str,
+    paths: Sequence[str],
+    warm_up: str,
+    timeout_s: float,
+    probing: Any,
+    kind: str = "httpx",
+) -> dict[str, Any]:
+    """Ask ``warm_up``, then send every path at once (one connection each), with ``probing``
+    set meanwhile (the probe process asks /healthz) and /healthz asked every 50 ms from this
+    loop too. ``kind``: ``httpx`` sends each request as a client library does; ``raw``
+    opens every connection first, then writes every request at once (:func:`_raw_burst`)."""
     latencies: list[float] = []
     health: list[float] = []
     failures: list[str] = []
@@ -248,26 +349,59 @@ async def _burst(url: str, paths: Sequence[str], warm_up: str, timeout_s: float)
                     failures.append(f"healthz {type(exc).__name__}")
                 await asyncio.sleep(HEALTH_EVERY_S)
 
+        connections = await _raw_connections(url, len(paths)) if kind == "raw" else []
         watcher = asyncio.create_task(healthz())
+        probing.set()
         started = time.perf_counter()
         try:
-            await asyncio.wait_for(asyncio.gather(*(one(p) for p in paths)), timeout_s * 2)
+            if kind == "raw":
+                raw = _raw_burst(url, connections, paths, timeout_s)
+                got, lost = await asyncio.wait_for(raw, timeout_s * 2)
+                latencies += got
+                failures += lost
+            else:
+                await asyncio.wait_for(asyncio.gather(*(one(p) for p in paths)), timeout_s * 2)
         except TimeoutError:
             failures.append("burst deadline")  # the unanswered requests count as failed
         finally:
             wall_s = time.perf_counter() - started
+            probing.clear()
             done.set()
             await watcher
-    return {"latencies": latencies, "health": health, "failures": failures, "wall_s": wall_s}
+    return {"latencies": latencies, "in_loop": health, "failures": failures, "wall_s": wall_s}
 
 
 def measure(
-    service: Service, paths: Sequence[str], warm_up: str, timeout_s: float
+    service: Service, paths: Sequence[str], warm_up: str, timeout_s: float, kind: str = "httpx"
 ) -> dict[str, Any]:
-    """One burst against ``service``, with the service's CPU time it cost."""
-    cpu_before = service.cpu_s()
-    figures = asyncio.run(_burst(service.url, paths, warm_up, timeout_s))
-    figures["cpu_s"] = service.cpu_s() - cpu_before
+    """One burst against ``service``, with the service's CPU time it cost, and /healthz asked
+    meanwhile from a process of its own, as a probe asks it (``health``), and from the
+    burst's own loop (``in_loop``). The burst's loop is busy with 200 requests and their
+    answers on one core of two: a /healthz asked there waits for it as well as for the
+    service (on the small store 90-240 ms, where a process of its own waited 10-20 ms).
+    ``kind``: how the burst is sent (:func:`_burst`)."""
+    context = multiprocessing.get_context("spawn")
+    probing, stopped = context.Event(), context.Event()
+    ours, theirs = context.Pipe(duplex=False)
+    prober = context.Process(
+        target=_probe_healthz, args=(service.url, probing, stopped, theirs), daemon=True
+    )
+    prober.start()
+    try:
+        if not ours.poll(START_TIMEOUT_S) or ours.recv() != "ready":
+            raise RuntimeError("the /healthz probe process did not start")
+        cpu_before, waited_before = service.cpu_s(), service.loop_waited_s()
+        figures = asyncio.run(_burst(service.url, paths, warm_up, timeout_s, probing, kind))
+        figures["cpu_s"] = service.cpu_s() - cpu_before
+        figures["loop_waited_s"] = service.loop_waited_s() - waited_before
+        stopped.set()
+        figures["health"], probe_failures = ours.recv()
+        figures["failures"] += probe_failures
+    finally:
+        stopped.set()
+        prober.join(timeout=20)
+        if prober.is_alive():
+            prober.kill()
     figures["requests"] = len(paths)
     return figures
 
@@ -276,6 +410,7 @@ def summary(bursts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The figures of one (store, workload, service) over its bursts, pooled."""
     latencies = [x for b in bursts for x in b["latencies"]]
     health = [x for b in bursts for x in b["health"]]
+    in_loop = [x for b in bursts for x in b["in_loop"]]
     requests = sum(b["requests"] for b in bursts)
     nan = float("nan")
     return {
@@ -290,7 +425,10 @@ def summary(bursts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "health_p50_s": _percentile(health, 0.5) if health else nan,
         "health_p95_s": _percentile(health, 0.95) if health else nan,
         "health_max_s": max(health, default=nan),
+        "in_loop_max_s": max(in_loop, default=nan),
         "cpu_ms_per_request": 1000 * sum(b["cpu_s"] for b in bursts) / requests,
+        "loop_waited_share": sum(b["loop_waited_s"] for b in bursts)
+        / sum(b["wall_s"] for b in bursts),
     }
 
 
@@ -375,8 +513,9 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     """The figures of every (store, workload, service), then the ratios, as Markdown."""
     lines = [
         "| store | workload | service | requests | failed | p50 ms | p95 ms | max ms | requests/s "
-        "| /healthz p50 ms | p95 ms | max ms | CPU ms/request |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| /healthz p50 ms | p95 ms | max ms | in the burst's loop: max ms | CPU ms/request "
+        "| loop waiting for a core |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         s = row["summary"]
@@ -384,7 +523,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"| {row['store']} | {row['workload']} | {row['service']} | {s['requests']} "
             f"| {s['failed']} | {_ms(s['p50_s'])} | {_ms(s['p95_s'])} | {_ms(s['max_s'])} "
             f"| {s['per_s']:,.1f} | {_ms(s['health_p50_s'])} | {_ms(s['health_p95_s'])} "
-            f"| {_ms(s['health_max_s'])} | {s['cpu_ms_per_request']:,.1f} |"
+            f"| {_ms(s['health_max_s'])} | {_ms(s['in_loop_max_s'])} "
+            f"| {s['cpu_ms_per_request']:,.1f} | {s['loop_waited_share']:.0%} |"
         )
     lines += [
         "",
@@ -456,14 +596,15 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
                         "uncached": (None, after | UNCACHED),
                     }[name]
                     with serving(code, db, workdir / f"{name}.log", settings) as service:
-                        figures = measure(service, burst_paths, first, args.timeout_s)
+                        figures = measure(service, burst_paths, first, args.timeout_s, args.client)
                     bursts[name].append(figures)
                     s = summary([figures])
                     _say(
                         f"{size} {workload} {name}: p50 {_ms(s['p50_s'])} ms, p95 "
                         f"{_ms(s['p95_s'])} ms, {s['per_s']:.1f} requests/s, /healthz p95 "
                         f"{_ms(s['health_p95_s'])} ms (max {_ms(s['health_max_s'])}), "
-                        f"{s['cpu_ms_per_request']:.1f} CPU ms/request, {s['failed']} failed "
+                        f"{s['cpu_ms_per_request']:.1f} CPU ms/request, loop waiting for a "
+                        f"core {s['loop_waited_share']:.0%}, {s['failed']} failed "
                         f"{s['failures'] or ''}; load average {_load()}"
                     )
             for name in SERVICES:
@@ -493,6 +634,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", default=BEFORE_REV, help="the commit measured as before")
     parser.add_argument(
         "--read-threads", type=int, help="CORRELATOR_READ_THREADS of after (default its own)"
+    )
+    parser.add_argument(
+        "--client",
+        choices=("httpx", "raw"),
+        default="httpx",
+        help="httpx: requests as a client library sends them; raw: every connection opened "
+        "first, then every request written at once (what the service alone takes)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--record", action="store_true", help="write the section of RESULTS.md")

@@ -8,24 +8,34 @@ must arrive within ``header_timeout_s`` of the connection's start or of the prev
 and a connection past ``max_connections`` is closed as it opens. The evidence route bounds
 the time its body takes itself (``correlator.api``); no other route reads a body, and what a
 client still sends after an answer gets the same deadline as a next request's headers.
-A request h11 cannot read answers the API's error shape, as JSON, like every other.
+A request h11 cannot read answers the API's error shape, as JSON, like every other. While it
+serves, threads hand each other the interpreter more often than Python's default
+(:data:`SWITCH_INTERVAL_S`), so that the event loop, which answers every connection, does
+not wait long for it behind the read threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any, Final
 
 import h11
 import orjson
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEAD_BYTES", "KEEP_ALIVE_S", "bounded_h11", "serve", "settings"]
+__all__ = ["HEAD_BYTES", "KEEP_ALIVE_S", "SWITCH_INTERVAL_S", "bounded_h11", "serve", "settings"]
 
 #: The most a request's line and headers may take (h11's own default, said out loud).
 HEAD_BYTES: Final = 16 * 1024
 #: How long an idle connection is kept between two requests (uvicorn's default).
 KEEP_ALIVE_S: Final = 5
+#: How long a thread may hold the interpreter while another waits for it (Python's default:
+#: 5 ms). The event loop lets go of it at every socket call, and each time waits for a read
+#: thread running Python to be told to hand it back: a /healthz during a burst of 200
+#: distinct timelines of the 10^6 store took up to 67-102 ms with 5 ms, 38-56 ms with 1 ms,
+#: for the same throughput (benchmarks/RESULTS.md, issue 21, fourteenth session).
+SWITCH_INTERVAL_S: Final = 0.001
 
 
 class _BoundedH11(H11Protocol):
@@ -133,12 +143,21 @@ def settings(
 
 def serve(app: Any, *, host: str, port: int, header_timeout_s: float, max_connections: int) -> None:
     """Serve ``app`` (``correlator.api.create_app``) with uvicorn until interrupted, with
-    :func:`settings` of these values."""
+    :func:`settings` of these values and the interpreter handed between threads every
+    :data:`SWITCH_INTERVAL_S` meanwhile."""
     import uvicorn
 
-    uvicorn.run(
-        app,
-        **settings(
-            host=host, port=port, header_timeout_s=header_timeout_s, max_connections=max_connections
-        ),
-    )
+    given = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        uvicorn.run(
+            app,
+            **settings(
+                host=host,
+                port=port,
+                header_timeout_s=header_timeout_s,
+                max_connections=max_connections,
+            ),
+        )
+    finally:
+        sys.setswitchinterval(given)

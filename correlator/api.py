@@ -15,9 +15,12 @@ own (``Store``). Reads are answered by a bounded set of threads (``read_threads`
 to JSON there, so that the event loop only moves bytes: a burst of reads waits its turn on the
 loop, without a thread each, and ``/healthz`` (answered on the loop), the writes (a thread of
 their own) and the checks of every request (token, query, ``Host``: coroutines) never wait
-behind it. Identical reads in flight share one answer, and an answer is kept and given again
-until the next write (:class:`_Answers`); the store keeps the reads answers are built from
-likewise (``Store.cache``), so that timelines of one incident share them. A request's body is
+behind it: a burst begins a few requests a turn of the loop (:class:`Turns`), and an answer
+is rendered, kept and sent in pieces (:func:`_render`, :class:`_Answer`), so that no single
+step of a burst, in a read thread or on the loop, holds the interpreter long.
+Identical reads in flight share one answer, and an answer is kept and given again until the
+next write (:class:`_Answers`); the store keeps the reads answers are built from likewise
+(``Store.cache``), so that timelines of one incident share them. A request's body is
 streamed into the ingest in the chunks it arrives in, under a size cap and a deadline: never
 held whole, nor as a list of its lines.
 """
@@ -29,7 +32,8 @@ import hmac
 import io
 import ipaddress
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
@@ -75,6 +79,7 @@ from correlator.ingest import ingest_lines, read_lines
 from correlator.store import IngestResult, Store
 
 __all__ = [
+    "BEGUN_PER_TURN",
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_CACHE_BYTES",
     "DEFAULT_MAX_BODY_BYTES",
@@ -86,6 +91,7 @@ __all__ = [
     "ErrorBody",
     "Failures",
     "HostCheck",
+    "Turns",
     "create_app",
 ]
 
@@ -121,6 +127,8 @@ DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 #: (benchmarks/RESULTS.md, issue 21; Starlette's shared pool ran 40).
 DEFAULT_READ_THREADS: Final = 2
 DEFAULT_BODY_TIMEOUT_S: Final = 60.0
+#: Requests begun in one turn of the event loop at most (:class:`Turns`).
+BEGUN_PER_TURN: Final = 8
 #: What the answers kept until the next write may take (rendered JSON), and likewise the
 #: store's reads they were built from (``Store.cache``): each, an estimate.
 DEFAULT_CACHE_BYTES: Final = DEFAULT_MAX_BYTES
@@ -151,19 +159,102 @@ def _error(
     return JSONResponse({"error": error, "detail": detail}, status, headers)
 
 
-def _render(data: Any) -> bytes:
+#: An answer in pieces of its JSON, in order (:func:`_render`): what is kept and sent.
+_Pieces = tuple[bytes, ...]
+#: About how much of an answer's JSON one piece holds: one message to the connection on the
+#: event loop. A busy node's 10,000 events are 8 MB of JSON: rendered by one orjson call it
+#: held the interpreter for 11 ms of CPU (the event loop, and /healthz, waiting the while),
+#: and sent at once it was copied on the loop three times (the stamp, h11's framing, the
+#: transport's buffer), 12-15 ms of the loop's CPU.
+_PIECE_BYTES: Final = 256 * 1024
+#: Items of a long list rendered by one orjson call (an event is 0.3-2 KB of JSON).
+_SLICE_ITEMS: Final = 256
+
+
+def _render(
+    data: Any, *, slice_items: int = _SLICE_ITEMS, piece_bytes: int = _PIECE_BYTES
+) -> _Pieces:
     """An answer rendered to JSON once, as the CLI's ``--json`` renders it (``orjson``; what
     it cannot render, as text), without FastAPI's validation and re-encoding of every
-    value: that costs more than the query for a busy node's 10,000 events."""
-    return orjson.dumps(data, default=str)
+    value: that costs more than the query for a busy node's 10,000 events.
+
+    The pieces joined are ``orjson.dumps(data, default=str)`` byte for byte; each is about
+    ``piece_bytes`` (the last may be less; an answer under it is one piece). A long list at
+    the top, or as the value of a key of the top object (a timeline's ``events``), is
+    rendered ``slice_items`` items at a time, so that no orjson call holds the interpreter
+    long (it does not let go of it while it works).
+    """
+    pieces: list[bytes] = []
+    pending: list[bytes | memoryview] = []
+    size = 0
+    for part in _parts(data, slice_items):
+        pending.append(part)
+        size += len(part)
+        if size >= piece_bytes:
+            pieces.append(b"".join(pending))
+            pending, size = [], 0
+    if pending or not pieces:
+        pieces.append(b"".join(pending))
+    return tuple(pieces)
 
 
-def _body(rendered: bytes) -> Response:
-    return Response(rendered, media_type="application/json")
+def _parts(data: Any, slice_items: int) -> Iterator[bytes | memoryview]:
+    """The JSON of ``data`` (orjson's, exactly) in consecutive parts (:func:`_render`)."""
+    dumps = orjson.dumps
+    if isinstance(data, list):
+        yield from _list_parts(data, slice_items)
+    elif isinstance(data, dict) and all(type(key) is str for key in data):
+        # orjson writes an object as {"key":value,...}, in insertion order, no spaces.
+        yield b"{"
+        for index, (key, value) in enumerate(data.items()):
+            yield b"".join((b"," if index else b"", dumps(key), b":"))
+            if isinstance(value, list):
+                yield from _list_parts(value, slice_items)
+            else:
+                yield dumps(value, default=str)
+        yield b"}"
+    else:
+        yield dumps(data, default=str)
+
+
+def _list_parts(items: list[Any], slice_items: int) -> Iterator[bytes | memoryview]:
+    """A list's JSON, ``slice_items`` items a part: ``[`` + each slice's items + ``]``."""
+    if len(items) <= slice_items:
+        yield orjson.dumps(items, default=str)
+        return
+    yield b"["
+    for start in range(0, len(items), slice_items):
+        if start:
+            yield b","
+        rendered = orjson.dumps(items[start : start + slice_items], default=str)
+        yield memoryview(rendered)[1:-1]  # without its brackets, not copied
+    yield b"]"
+
+
+class _Answer(Response):
+    """A rendered answer (:data:`_Pieces`), sent a piece at a time with its whole length
+    declared, as ``application/json``: the event loop never copies more than a piece at
+    once, and between two pieces of a big answer to a slow reader it answers others
+    (uvicorn waits for the connection's buffer to drain before it takes the next)."""
+
+    media_type = "application/json"
+
+    def __init__(self, pieces: _Pieces) -> None:
+        self.pieces = pieces
+        super().__init__(headers={"content-length": str(sum(map(len, pieces)))})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        last = len(self.pieces) - 1
+        for index, piece in enumerate(self.pieces):
+            await send({"type": "http.response.body", "body": piece, "more_body": index < last})
 
 
 def _json(data: Any) -> Response:
-    return _body(_render(data))
+    """A small answer (the ingest's counts, /healthz), rendered on the event loop."""
+    return Response(orjson.dumps(data, default=str), media_type="application/json")
 
 
 def _unstamped(answer: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +264,14 @@ def _unstamped(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _stamped(rendered: bytes) -> bytes:
+def _stamped(rendered: _Pieces) -> _Pieces:
     """A rendered :func:`_unstamped` answer (a JSON object, not empty) with ``generated_at``
     the time it is given, as its last key: an answer kept since an earlier request shows the
-    evidence as it is now (no write came since), so it says now."""
+    evidence as it is now (no write came since), so it says now. Only the last piece is
+    copied."""
     stamp = orjson.dumps(rfc3339_ns(time.time_ns()))
-    return b"".join((rendered[:-1], b',"generated_at":', stamp, b"}"))
+    *head, last = rendered
+    return (*head, b"".join((memoryview(last)[:-1], b',"generated_at":', stamp, b"}")))
 
 
 # -- Host ----------------------------------------------------------------------------------
@@ -302,6 +395,68 @@ class Failures:
             await _error(500, REFUSALS[500], detail)(scope, receive, send)
 
 
+class Turns:
+    """ASGI middleware: at most ``per_turn`` requests begin in one turn of the event loop;
+    the others wait for the next turns, in the order they came. ``/healthz`` never waits.
+
+    A turn of asyncio's loop runs every callback that was ready when it began, then looks at
+    the sockets again. 200 requests arriving together each ran their whole work in the same
+    turn (FastAPI's dependencies, an answer kept since the last write, its access record:
+    about 0.9 ms of CPU each here), and a /healthz sent just after them waited 60-210 ms for
+    that turn to end (benchmarks/RESULTS.md, issue 21, fourteenth session). With the burst
+    begun a few requests a turn, each turn is short, and /healthz is read and answered
+    between two of them.
+
+    Args:
+        app: the application.
+        per_turn: requests begun in one turn at most.
+        exempt: paths that never wait.
+    """
+
+    def __init__(
+        self, app: ASGIApp, per_turn: int, exempt: frozenset[str] = frozenset({"/healthz"})
+    ) -> None:
+        self.app = app
+        self.per_turn = per_turn
+        self.exempt = exempt
+        self._begun = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._turning = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.exempt:
+            await self._begin()
+        await self.app(scope, receive, send)
+
+    async def _begin(self) -> None:
+        """Return in this turn when it has room and nobody waits before; else in a later one."""
+        self._next_turn()
+        if self._begun < self.per_turn and not self._waiting:
+            self._begun += 1
+            return
+        waiting = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiting)
+        await waiting  # counted as begun when it was let go
+
+    def _next_turn(self) -> None:
+        if not self._turning:
+            self._turning = True
+            asyncio.get_running_loop().call_soon(self._turned)
+
+    def _turned(self) -> None:
+        """At the next turn: let go of the next ``per_turn`` that wait (they begin in the one
+        after), and come again while some are left."""
+        self._turning = False
+        self._begun = 0
+        while self._waiting and self._begun < self.per_turn:
+            waiting = self._waiting.popleft()
+            if not waiting.done():  # not a request cancelled while it waited
+                waiting.set_result(None)
+                self._begun += 1
+        if self._waiting or self._begun:
+            self._next_turn()
+
+
 # -- reads ---------------------------------------------------------------------------------
 
 
@@ -327,15 +482,15 @@ class _Answers:
     def __init__(self, generation: Callable[[], int], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._generation = generation
         self._kept = ReadCache(max_bytes)
-        self._flying: dict[tuple[Any, ...], asyncio.Future[bytes]] = {}
+        self._flying: dict[tuple[Any, ...], asyncio.Future[_Pieces]] = {}
 
     async def answer(
         self,
         key: tuple[Any, ...],
-        compute: Callable[[], Coroutine[Any, Any, bytes]],
+        compute: Callable[[], Coroutine[Any, Any, _Pieces]],
         *,
         keep: bool = True,
-    ) -> bytes:
+    ) -> _Pieces:
         """The answer of ``compute()`` for ``key``: kept, in flight, or a new one.
 
         Args:
@@ -347,7 +502,7 @@ class _Answers:
             Whatever ``compute`` raised, to every request that shared it.
         """
         generation = self._generation()
-        kept: bytes | None = self._kept.get(generation, key) if keep else None
+        kept: _Pieces | None = self._kept.get(generation, key) if keep else None
         if kept is not None:
             return kept
         flown = (generation, keep, *key)
@@ -359,14 +514,14 @@ class _Answers:
             flight.add_done_callback(partial(self._landed, flown))
         return await asyncio.shield(flight)
 
-    def _landed(self, flown: tuple[Any, ...], flight: asyncio.Future[bytes]) -> None:
+    def _landed(self, flown: tuple[Any, ...], flight: asyncio.Future[_Pieces]) -> None:
         self._flying.pop(flown, None)
         if flight.cancelled() or flight.exception() is not None:
             return  # the exception retrieved here: every waiter may have gone
         generation, keep, *key = flown
         if keep:
             answer = flight.result()
-            self._kept.put(generation, tuple(key), answer, len(answer))
+            self._kept.put(generation, tuple(key), answer, sum(map(len, answer)))
 
 
 # -- request bodies ------------------------------------------------------------------------
@@ -511,9 +666,10 @@ def create_app(
     )
     # The first added is the innermost: a failure is answered inside the access log's
     # middleware, which adds the X-Correlation-ID its record is found by; refused hosts are
-    # logged too.
+    # logged too, and so is the time a request waited for its turn.
     app.add_middleware(Failures)
     app.add_middleware(HostCheck, allowed=allowed_hosts)
+    app.add_middleware(Turns, per_turn=BEGUN_PER_TURN)
     app.add_middleware(AgentLoggingMiddleware)
     readers = anyio.CapacityLimiter(read_threads)
     # The store's one writer is serialised by its lock: a thread more would only wait there.
@@ -524,12 +680,14 @@ def create_app(
     # writer's thread, so that answering it needs no thread and no query.
     held = {"events": store.count()}
 
-    async def read(key: tuple[Any, ...], answer: Callable[[], Any], *, keep: bool = True) -> bytes:
+    async def read(
+        key: tuple[Any, ...], answer: Callable[[], Any], *, keep: bool = True
+    ) -> _Pieces:
         """``answer()`` on a read thread, rendered there (a big answer's JSON is built off
         the event loop), shared with the identical reads (``key``) that arrive meanwhile and
         (``keep``) kept for those after, until the next write."""
 
-        async def compute() -> bytes:
+        async def compute() -> _Pieces:
             return await anyio.to_thread.run_sync(lambda: _render(answer()), limiter=readers)
 
         return await answers.answer(key, compute, keep=keep)
@@ -646,7 +804,7 @@ def create_app(
                 )
             ),
         )
-        return _body(_stamped(kept))
+        return _Answer(_stamped(kept))
 
     @app.get(
         "/v1/graph",
@@ -657,7 +815,7 @@ def create_app(
     async def get_graph(seed: Annotated[tuple[str, str], Depends(seed)]) -> Response:
         """The identifier graph from one identifier: followed and refused links."""
         key, value = seed
-        return _body(
+        return _Answer(
             await read(("graph", key, value), partial(incident.graph_for, store, key, value))
         )
 
@@ -671,7 +829,7 @@ def create_app(
         """Stuck lifecycles, drift and orphans."""
         # Ages are measured against the time: shared in flight (as old as the computation's
         # start), never kept.
-        return _body(
+        return _Answer(
             await read(("findings",), lambda: queries.findings(store, now_ns()), keep=False)
         )
 
@@ -683,7 +841,7 @@ def create_app(
     )
     async def get_latency() -> Response:
         """Per-phase workflow durations by provider: count, p50, p95."""
-        return _body(await read(("latency",), partial(queries.latency, store)))
+        return _Answer(await read(("latency",), partial(queries.latency, store)))
 
     @app.get(
         "/healthz",

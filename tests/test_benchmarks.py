@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lokisim.fixtures import LOKI_TENANT_ENV
 from tests.real_parts import need_devstack_parts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -32,6 +33,7 @@ RUNS = [
     ("correlator", ["--sizes", "2e3", "--queries", "4"], "timeline p50 ms"),
     ("api", ["--sizes", "small", "--requests", "20"], "| small | distinct | uncached |"),
     ("ship", ["--quick", "--repeat", "1", "--skip-breakdown"], "lines/s"),
+    ("text", ["--lines", "2e3", "--repeat", "1"], "| text --format oslo |"),
 ]
 
 
@@ -65,3 +67,14 @@ def test_the_devstack_benchmark_runs_a_scenario() -> None:
     # stack's directories, which pytest's private ones do not let them.
     report = _run("devstack", ["--scenarios", "missing-prerequisite", "--rounds", "1"], None)
     assert "`missing-prerequisite` | deploy (deploy) | 1/1" in report
+
+
+def test_the_loki_timeline_benchmark_pulls_from_the_real_loki(
+    real_loki: str, tmp_path: Path
+) -> None:
+    tenant = os.environ.get(LOKI_TENANT_ENV)
+    args = ["--lines", "2e4", "--seeds", "2", "--loki-url", real_loki]
+    report = _run("loki_timeline", [*args, *(["--tenant", tenant] if tenant else [])], tmp_path)
+    assert "| pull from Loki (time to verdict) |" in report
+    # The pull and today's path agree with the generator on every seed.
+    assert "show the incident's own entries: every seed." in report

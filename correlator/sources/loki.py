@@ -51,6 +51,7 @@ from agent_logging.schema import CONTEXT_KEYS, LAYER_LABEL, METADATA_KEYS, SERVI
 from correlator import _environ
 from correlator.errors import QueryError, SourceError
 from correlator.model import LAYERS, MAX_LINE_BYTES, Event, Reject
+from correlator.sources import nginx, postgres
 from correlator.sources._fields import normalise_level, take_id
 from correlator.sources._lines import hasher
 from correlator.sources._record import record_row
@@ -71,9 +72,10 @@ _ID_LABELS: Final = CONTEXT_KEYS
 #: Keys of which a JSON line needs one to be read as a record of DESIGN §4 (an nginx access
 #: line or a PostgreSQL jsonlog line has none: its own source reads it).
 _RECORD_KEYS: Final = frozenset({"ts", "event", LAYER_LABEL})
-#: The sources whose lines collectors ship to Loki as they are (collector-config/): an entry
-#: that is not a record is read by the first of them that reads it, as its file would be.
-_SHIPPED_KINDS: Final = ("nginx", "postgres")
+#: The parsers of the sources whose lines collectors ship to Loki as they are
+#: (collector-config/: nginx, PostgreSQL): an entry that is not a record is read by the first
+#: of them that reads it, as its file would be.
+_SHIPPED_PARSERS: Final = (nginx.parse, postgres.parse)
 
 
 def _shipped_event(data: bytes, labels: dict[str, str], query: str) -> Event | None:
@@ -85,12 +87,7 @@ def _shipped_event(data: bytes, labels: dict[str, str], query: str) -> Event | N
     same line pulled from Loki and ingested from its file is one event); its origin is the
     query.
     """
-    from correlator.sources import SOURCES  # the registry imports this module
-
-    for kind in _SHIPPED_KINDS:
-        parse = SOURCES[kind].parse
-        if parse is None:
-            continue
+    for parse in _SHIPPED_PARSERS:
         for item in parse([data], query):
             if isinstance(item, Event):
                 return _with_labelled_ids(item, labels)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 import uvicorn
 
 from correlator import api
-from correlator._server import HEAD_BYTES, KEEP_ALIVE_S, settings
+from correlator._server import HEAD_BYTES, KEEP_ALIVE_S, SWITCH_INTERVAL_S, settings
 from correlator.api import HostCheck, create_app
 from correlator.cli import main
 from correlator.store import Store
@@ -227,6 +228,18 @@ def test_serve_bounds_every_wait_and_checks_the_host(
         "timeout_keep_alive": KEEP_ALIVE_S,
         "h11_max_incomplete_event_size": HEAD_BYTES,
     }
+
+
+def test_serve_hands_the_interpreter_round_more_often_while_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORRELATOR_FINDINGS_INTERVAL_S", "0")
+    serving: list[float] = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: serving.append(sys.getswitchinterval()))
+    given = sys.getswitchinterval()
+    assert main(["--db", str(tmp_path / "c.duckdb"), "serve", "--port", "0"]) == 0
+    assert serving == [pytest.approx(SWITCH_INTERVAL_S)]
+    assert sys.getswitchinterval() == given  # and as it was once it stops
 
 
 @pytest.mark.parametrize(
