@@ -27,7 +27,9 @@ Each hop asks, inside the incident's window (the expansion's, clipped to the ope
 
 An entry names several of the incident's identifiers (an API record its request and its
 allocation): a hop leaves out the entries of those an earlier hop pulled whole
-(``| allocation_id!="a-9"``), so that each entry comes once (:func:`hop_queries`).
+(``| allocation_id!="a-9"``), so that each entry comes once. A hop's asks are one query when
+they fit in one (its predicates joined with ``or``), since Loki reads every entry of the
+selected streams in the window once per query (:func:`hop_queries`).
 
 Loki's limits and manners: the client pages by time under ``max_entries_limit_per_query``
 (``sources.loki.fetch``); a window longer than ``max_query_length`` (721 h by default) is
@@ -271,9 +273,12 @@ def hop_queries(
     base_selector: str = logql.DEFAULT_BASE_SELECTOR,
     max_query_chars: int = MAX_QUERY_CHARS,
 ) -> list[tuple[str, list[Ask]]]:
-    """The LogQL queries that ask for ``asks``: those with the same ``unset`` keys share
-    queries, their identifiers joined with ``or`` while the text stays within
-    ``max_query_chars`` (one identifier per query at least).
+    """The LogQL queries that ask for ``asks``: those with the same ``unset`` keys share a
+    predicate, their identifiers joined with ``or`` while the text stays within
+    ``max_query_chars`` (one identifier per query at least); when all of a hop's predicates
+    fit in one query, they are joined with ``or`` into it, each in parentheses
+    (``| (allocation_id="a" and workflow_id!="w") or (node_id="n" and allocation_id="")``),
+    since each query costs Loki a read of every entry of the window.
 
     An entry of the incident names several of its identifiers (an API record its request and
     its allocation): the entries of identifiers ``pulled`` whole before, over a window that
@@ -296,30 +301,52 @@ def hop_queries(
     groups: dict[tuple[str, ...], list[Ask]] = {}
     for ask in asks:
         groups.setdefault(ask.unset, []).append(ask)
-    built: list[tuple[str, list[Ask]]] = []
+    chunks: list[tuple[list[str], list[str], list[Ask]]] = []
     for unset, members in groups.items():
-        tail = "".join(f" {logql.metadata_filter(_known(key), '')}" for key in unset)
+        tail = [logql.metadata_filter(_known(key), "").removeprefix("| ") for key in unset]
         # Nothing to leave out of a key the entries asked for leave unset, or that they all
         # name a value of already (an entry carries one value of each key).
         bound = set(unset) | ({members[0].key} if len({m.key for m in members}) == 1 else set())
-        known = "".join(
-            f" | {_known(ask.key)}!={logql.string_literal(ask.value)}"
+        known = [
+            f"{_known(ask.key)}!={logql.string_literal(ask.value)}"
             for ask in pulled
             if not ask.unset and ask.key not in bound
-        )
-        if len(base_selector) + len(tail) + len(known) <= max_query_chars // 2:
+        ]
+        if len(base_selector) + len(_stages(tail)) + len(_stages(known)) <= max_query_chars // 2:
             tail += known
         terms: list[str] = []
         answered: list[Ask] = []
         for ask in members:
             term = f"{_known(ask.key)}={logql.string_literal(ask.value)}"
             if terms and len(_query(base_selector, [*terms, term], tail)) > max_query_chars:
-                built.append((_query(base_selector, terms, tail), answered))
+                chunks.append((terms, tail, answered))
                 terms, answered = [], []
             terms.append(term)
             answered.append(ask)
-        built.append((_query(base_selector, terms, tail), answered))
-    return built
+        chunks.append((terms, tail, answered))
+    if len(chunks) > 1:
+        # One query for the whole hop when it fits: Loki reads the window once, not once a
+        # query (each reads every entry of the selected streams).
+        merged = f"{base_selector} | " + " or ".join(
+            _predicate(terms, tail) for terms, tail, _ in chunks
+        )
+        if len(merged) <= max_query_chars:
+            return [(merged, [ask for _, _, answered in chunks for ask in answered])]
+    return [(_query(base_selector, terms, tail), answered) for terms, tail, answered in chunks]
+
+
+def _stages(filters: Sequence[str]) -> str:
+    """Label filters as pipeline stages, each its own ``| ...``."""
+    return "".join(f" | {item}" for item in filters)
+
+
+def _predicate(terms: Sequence[str], filters: Sequence[str]) -> str:
+    """One chunk as a parenthesised label-filter expression, for a query of several."""
+    either = " or ".join(terms)
+    if not filters:
+        return f"({either})"
+    head = f"({either})" if len(terms) > 1 else either
+    return f"({' and '.join([head, *filters])})"
 
 
 def _known(key: str) -> str:
@@ -328,8 +355,8 @@ def _known(key: str) -> str:
     return key
 
 
-def _query(base_selector: str, terms: Sequence[str], tail: str) -> str:
-    return f"{base_selector} | {' or '.join(terms)}{tail}"
+def _query(base_selector: str, terms: Sequence[str], filters: Sequence[str]) -> str:
+    return f"{base_selector} | {' or '.join(terms)}{_stages(filters)}"
 
 
 def pull(

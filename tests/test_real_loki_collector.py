@@ -186,7 +186,7 @@ def test_the_pull_finds_the_lines_a_collector_shipped(
     assert sorted(statements) == sorted([*naming, claimed])
     assert all(statements[line].endswith(f'| allocation_id="{ALLOCATION}"') for line in naming)
     assert f'correlation_id="{CLAIM}"' in statements[claimed]
-    assert "correlator: Loki: 2 hops, 3 queries, 71 entries pulled (71 new)" in said
+    assert "correlator: Loki: 2 hops, 2 queries, 71 entries pulled (71 new)" in said
 
 
 def _timeline_from_files(

@@ -169,10 +169,12 @@ def test_a_place_is_asked_for_its_lines_that_name_no_work(
     case = incident_in
     assert [query["query"] for query in transport.queries] == [
         f'{case.selector} | allocation_id="{case.id("a")}"',
-        f'{case.selector} | correlation_id="{case.id("c")}" or workflow_id="{case.id("wf")}" '
-        f'| allocation_id!="{case.id("a")}"',
-        f'{case.selector} | node_id="{case.id("n")}" or node_instance_id="{case.id("ni")}" '
-        '| correlation_id="" | allocation_id="" | workflow_id=""',
+        # The request and the run whole but for the allocation's lines (pulled already), and
+        # the node and its installation without their lines that name work: one query.
+        f'{case.selector} | ((correlation_id="{case.id("c")}" or workflow_id="{case.id("wf")}")'
+        f' and allocation_id!="{case.id("a")}") or ((node_id="{case.id("n")}" or '
+        f'node_instance_id="{case.id("ni")}") and correlation_id="" and allocation_id="" and '
+        'workflow_id="")',
     ]
 
 
@@ -351,8 +353,8 @@ def test_a_query_timeout_is_not_asked_again(
     [
         # From the request: its allocation in hop 1; the run and the node wait for hop 2.
         (PullLimits(max_hops=1), "the hop cap (1 after the seed's)", ["wf", "n", "ni"]),
-        # Hop 2 needs two queries (the run; the node and its installation); one is left.
-        (PullLimits(max_queries=3), "the query cap (3)", ["n", "ni"]),
+        # Hop 2 is one query (the run, the node and its installation): none is left for it.
+        (PullLimits(max_queries=2), "the query cap (2)", ["wf", "n", "ni"]),
     ],
 )
 def test_a_cap_stops_the_pull_and_says_what_was_not_asked(
@@ -396,6 +398,21 @@ def test_a_cap_stops_the_pull_and_says_what_was_not_asked(
             ],
             [Ask("allocation_id", "a-1"), Ask("node_id", "n-0", ("allocation_id",))],
             2000,
+            [
+                '{env="x"} | (workflow_id="wf-1" and allocation_id!="a-1") or (node_id="n-1" and '
+                'correlation_id="" and allocation_id="" and workflow_id="") or '
+                '(allocation_id="a-2" and correlation_id="")'
+            ],
+        ),
+        (
+            # The same, too long for one query: a query a predicate, each as pipeline stages.
+            [
+                Ask("workflow_id", "wf-1"),
+                Ask("node_id", "n-1", ("correlation_id", "allocation_id", "workflow_id")),
+                Ask("allocation_id", "a-2", ("correlation_id",)),
+            ],
+            [Ask("allocation_id", "a-1")],
+            100,
             [
                 '{env="x"} | workflow_id="wf-1" | allocation_id!="a-1"',
                 '{env="x"} | node_id="n-1" | correlation_id="" | allocation_id="" | workflow_id=""',
@@ -469,13 +486,13 @@ def test_the_timeline_command_pulls_from_loki_first(
     assert "fan speed changed" in [e["message"] for e in data["events"]]
     assert [(hop["requests"], hop["entries"], hop["new"]) for hop in data["loki"]["hops"]] == [
         (1, 4, 4),
-        (2, 5, 5),
+        (1, 5, 5),  # the run, the node and its installation: one query
     ]
     assert data["loki"]["hops"][0]["queries"] == [
         f'{incident_in.selector} | allocation_id="{incident_in.id("a")}"'
     ]
     assert "correlator: Loki hop 0: 1 query, 4 entries pulled (4 new)" in err
-    assert "correlator: Loki: 2 hops, 3 queries, 9 entries pulled (9 new)" in err
+    assert "correlator: Loki: 2 hops, 2 queries, 9 entries pulled (9 new)" in err
 
 
 @pytest.mark.integration
