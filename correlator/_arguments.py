@@ -146,28 +146,40 @@ def _fraction(text: str) -> float:
     return value
 
 
-#: The ``loki`` source's reader options a timeline takes to pull from Loki first (its query is
-#: the pull's; its window is the timeline's ``--from`` and ``--to``, and ``--since``).
+#: The ``loki`` source's reader options a timeline (and the service) takes to pull from Loki
+#: first (its query is the pull's; its window is the timeline's ``--from`` and ``--to``, and
+#: ``--since``: the service's timeline takes them as query parameters).
 _TIMELINE_LOKI_OPTIONS = ("url", "tenant", "username", "ca_bundle")
 
 
-def _loki_options(timeline: argparse.ArgumentParser) -> None:
-    """``timeline``'s options for pulling the incident from a Loki (``correlator.loki_pull``):
-    the ``loki`` source's own settings, its window and the stream selector."""
-    group = timeline.add_argument_group(
+def _loki_options(command: argparse.ArgumentParser, *, serve: bool = False) -> None:
+    """The options for pulling an incident from a Loki (``correlator.loki_pull``): the ``loki``
+    source's own settings and the stream selector; a timeline's window too (``--since``).
+
+    Args:
+        command: ``timeline``, or ``serve`` (``serve``: True), whose ``GET /v1/timeline``
+            pulls before it answers and takes its window as query parameters.
+    """
+    pulls = (
+        "GET /v1/timeline (and the web page) asks Loki for the identifier and, hop by hop, "
+        "for the identifiers found with it, before it answers"
+        if serve
+        else "Loki is asked for the identifier and, hop by hop, for the identifiers found with it"
+    )
+    group = command.add_argument_group(
         "pulling the incident from Loki first",
-        f"with --loki-url or ${_environ.LOKI_URL}, Loki is asked for the identifier and, hop "
-        "by hop, for the identifiers found with it; what comes back joins the database",
+        f"with --loki-url or ${_environ.LOKI_URL}, {pulls}; what comes back joins the database",
     )
     for option in sources.SOURCES["loki"].reader_options:
         if option.name in _TIMELINE_LOKI_OPTIONS:
             group.add_argument(
                 option.flag, dest=option.dest, metavar=option.metavar, help=option.help
             )
-    group.add_argument(
-        "--since",
-        help="how far back from --to Loki is asked, e.g. 2h (default 1h), unless --from",
-    )
+    if not serve:
+        group.add_argument(
+            "--since",
+            help="how far back from --to Loki is asked, e.g. 2h (default 1h), unless --from",
+        )
     group.add_argument(
         "--loki-selector",
         metavar="LOGQL",
@@ -292,6 +304,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
     _rules_option(serve)
+    _loki_options(serve, serve=True)
 
     evaluate = sub.add_parser(
         "eval",

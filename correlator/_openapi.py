@@ -78,6 +78,8 @@ _MEANINGS: Final = {
     408: f"The body did not arrive within the deadline ({_environ.BODY_TIMEOUT_S}); nothing of "
     "it is stored.",
     413: f"The body is over the size cap ({_environ.MAX_BODY_BYTES}); split the evidence.",
+    502: "The service, started with a Loki, could not pull the incident from it (unreachable, "
+    "or it refused a query); the detail names the setting to look at.",
 }
 
 #: ``POST /v1/evidence`` reads its body raw (streamed, line by line, under a size cap and a

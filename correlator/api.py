@@ -22,7 +22,8 @@ Identical reads in flight share one answer, and an answer is kept and given agai
 next write (:class:`_Answers`); the store keeps the reads answers are built from likewise
 (``Store.cache``), so that timelines of one incident share them. A request's body is
 streamed into the ingest in the chunks it arrives in, under a size cap and a deadline: never
-held whole, nor as a list of its lines.
+held whole, nor as a list of its lines. A service started with a Loki pulls a timeline's
+incident from it first, as a write (``_pulls``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from correlator._openapi import (
     invalid,
 )
 from correlator._parameters import TIME, Posted, check_query, seed, source_parameters
+from correlator._pulls import Pulls, since_parameter
 from correlator._read_cache import DEFAULT_MAX_BYTES, ReadCache
 from correlator.errors import (
     AuthError,
@@ -264,14 +266,18 @@ def _unstamped(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _stamped(rendered: _Pieces) -> _Pieces:
-    """A rendered :func:`_unstamped` answer (a JSON object, not empty) with ``generated_at``
-    the time it is given, as its last key: an answer kept since an earlier request shows the
-    evidence as it is now (no write came since), so it says now. Only the last piece is
-    copied."""
+def _stamped(rendered: _Pieces, **added: Any) -> _Pieces:
+    """A rendered :func:`_unstamped` answer (a JSON object, not empty) with ``added`` keys
+    (what this request did besides reading: its pull from Loki) and ``generated_at`` the time
+    it is given, as its last key: an answer kept since an earlier request shows the evidence
+    as it is now (no write came since), so it says now. Only the last piece is copied."""
     stamp = orjson.dumps(rfc3339_ns(time.time_ns()))
+    keys = [
+        b"".join((b",", orjson.dumps(k), b":", orjson.dumps(v, default=str)))
+        for k, v in added.items()
+    ]
     *head, last = rendered
-    return (*head, b"".join((memoryview(last)[:-1], b',"generated_at":', stamp, b"}")))
+    return (*head, b"".join((memoryview(last)[:-1], *keys, b',"generated_at":', stamp, b"}")))
 
 
 # -- Host ----------------------------------------------------------------------------------
@@ -620,6 +626,7 @@ def create_app(
     now_ns: Callable[[], int] = time.time_ns,
     source_options: Mapping[str, Mapping[str, Any]] | None = None,
     owner_rules: Sequence[OwnerRule] = DEFAULT_RULES,
+    loki: Pulls | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``store``.
 
@@ -641,6 +648,8 @@ def create_app(
             and option name (``sources.environ_values()``: nginx's zone from
             ``CORRELATOR_NGINX_TZ``); otherwise each option's default.
         owner_rules: the owner table the timeline's verdict applies.
+        loki: the pulls from Loki each ``GET /v1/timeline`` makes first (``_pulls``); None
+            (no Loki) leaves the route, and its schema, as they are without.
 
     Returns:
         The application; its schema (``/openapi.json``, ``/docs``) lists the read token only
@@ -778,24 +787,38 @@ def create_app(
         response_model=dict[str, Any],
     )(post_evidence)
 
-    @app.get(
-        "/v1/timeline",
-        dependencies=[*reads, Depends(check_query)],
-        responses=errors(400, *read_refusals, 404),
-        response_model=dict[str, Any],
-    )
+    async def write(job: Callable[[], Any]) -> Any:
+        """``job()`` where the writes run (a pull from Loki), then the count /healthz says."""
+
+        def written() -> Any:
+            try:
+                return job()
+            finally:
+                held["events"] = store.count()
+
+        return await anyio.to_thread.run_sync(written, limiter=writer)
+
     async def get_timeline(
         seed: Annotated[tuple[str, str], Depends(seed)],
+        since: str | None,
         from_: Annotated[str | None, Query(alias="from", description=TIME)] = None,
         to: Annotated[str | None, Query(description=TIME)] = None,
         limit: Annotated[
             int, Query(ge=1, le=queries.MAX_LIMIT, description="At most this many events.")
         ] = incident.DEFAULT_LIMIT,
     ) -> Response:
-        """The incident timeline for one identifier (``?allocation_id=a-9``)."""
+        """The incident timeline for one identifier (``?allocation_id=a-9``); from a service
+        started with a Loki, pulled from it first (``since``, ``from`` and ``to`` the window
+        asked), with what was asked under ``loki``."""
         key, value = seed
         lo = queries.parse_time_ns(from_) if from_ else None
         hi = queries.parse_time_ns(to) if to else None
+        added: dict[str, Any] = {}
+        if loki is not None:
+            pulled = await loki.pull(
+                store, key, value, since=since, start=from_, end=to, write=write
+            )
+            added["loki"] = pulled.as_dict()
         kept = await read(
             ("timeline", key, value, lo, hi, limit),
             lambda: _unstamped(
@@ -804,7 +827,19 @@ def create_app(
                 )
             ),
         )
-        return _Answer(_stamped(kept))
+        return _Answer(_stamped(kept, **added))
+
+    # ``since`` is declared only when the service pulls from Loki (``_pulls``): a real
+    # annotation, made when the app is, as the evidence route's parameters are.
+    get_timeline.__annotations__["since"] = Annotated[
+        str | None, Depends(since_parameter(loki is not None))
+    ]
+    app.get(
+        "/v1/timeline",
+        dependencies=[*reads, Depends(check_query)],
+        responses=errors(400, *read_refusals, 404, *((502,) if loki is not None else ())),
+        response_model=dict[str, Any],
+    )(get_timeline)
 
     @app.get(
         "/v1/graph",

@@ -13,7 +13,7 @@
     correlator [--db PATH] graph --id KEY=VALUE
     correlator [--db PATH] findings [--json] [--threshold NAME=SECONDS]...
     correlator [--db PATH] latency [--json]
-    correlator [--db PATH] serve [--host 127.0.0.1] [--port 8080]
+    correlator [--db PATH] serve [--host 127.0.0.1] [--port 8080] [--loki-url URL]
     correlator [--db PATH] demo [--no-serve] [--force]
 
 Exit status: 0 success, 1 nothing found / a source failed, 2 bad arguments or input
@@ -29,6 +29,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -42,6 +43,7 @@ from correlator.store import IngestResult, Store
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from correlator._pulls import Pulls
     from correlator.loki_pull import Pull
 
 __all__ = ["main"]
@@ -227,24 +229,28 @@ def _timeline(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
-#: The ``timeline`` options that only mean something with a Loki to pull from.
+#: The options that only mean something with a Loki to pull from (``serve`` has no
+#: ``--since``: its window is each request's).
 _LOKI_ONLY = ("--since", "--tenant", "--username", "--ca-bundle", "--loki-selector")
+#: The commands that pull from a Loki when given one.
+_PULLING = frozenset({"timeline", "serve"})
 
 
-def _timeline_loki(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``loki`` source's settings a timeline pulls with (``sources.flag_values``: the
-    options, then ``CORRELATOR_LOKI_*``), or None without ``--loki-url`` or
-    ``CORRELATOR_LOKI_URL``: then the timeline reads the database alone, as it always did.
+def _loki_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``loki`` source's settings a timeline, or the service's timelines, pull with
+    (``sources.flag_values``: the options, then ``CORRELATOR_LOKI_*``), or None without
+    ``--loki-url`` or ``CORRELATOR_LOKI_URL``: then the timelines read the database alone, as
+    they always did.
 
     Raises:
         QueryError: an option of the pull given without a Loki, or a setting refused.
     """
     from correlator import sources
 
-    if args.command != "timeline":
+    if args.command not in _PULLING:
         return None
     if not (args.loki_url or os.environ.get(_environ.LOKI_URL, "").strip()):
-        stray = [flag for flag in _LOKI_ONLY if getattr(args, flag[2:].replace("-", "_"))]
+        stray = [flag for flag in _LOKI_ONLY if getattr(args, flag[2:].replace("-", "_"), None)]
         if stray:
             raise QueryError(
                 f"{stray[0]} is a setting of the pull from Loki: give --loki-url or set "
@@ -361,33 +367,56 @@ def _serve(args: argparse.Namespace, store: Store) -> int:
     # A wildcard address (0.0.0.0, ::) is no name: connections to it arrive on an interface's.
     own = [] if args.host in ("0.0.0.0", "::", "") else [args.host]  # noqa: S104 - compared
     allowed = [*own, *os.environ.get(_environ.ALLOWED_HOSTS, "").split(",")]
-    agent_logging.configure(service="correlator", layer="api")
-    app = create_app(
-        store,
-        token=os.environ.get(_environ.TOKEN) or None,
-        read_token=os.environ.get(_environ.READ_TOKEN) or None,
-        max_body_bytes=max_body_bytes,
-        body_timeout_s=body_timeout_s,
-        read_threads=read_threads,
-        cache_bytes=int(cache_mb * 2**20),
-        allowed_hosts=[name.strip() for name in allowed if name.strip()],
-        source_options=source_options,
-        owner_rules=rules,
-    )
-    if interval_s > 0:
-        _start_findings_logger(store, interval_s)
-    print(
-        f"correlator: serving {store.path} on http://{args.host}:{args.port}/ (API docs at /docs)",
-        file=sys.stderr,
-    )
-    serve(
-        app,
-        host=args.host,
-        port=args.port,
-        header_timeout_s=header_timeout_s,
-        max_connections=max_connections,
-    )
+    with ExitStack() as held:
+        # One Loki client for the service's life (its connections kept), closed at shutdown.
+        pulls = _service_pulls(args, held) if args.loki is not None else None
+        agent_logging.configure(service="correlator", layer="api")
+        app = create_app(
+            store,
+            token=os.environ.get(_environ.TOKEN) or None,
+            read_token=os.environ.get(_environ.READ_TOKEN) or None,
+            max_body_bytes=max_body_bytes,
+            body_timeout_s=body_timeout_s,
+            read_threads=read_threads,
+            cache_bytes=int(cache_mb * 2**20),
+            allowed_hosts=[name.strip() for name in allowed if name.strip()],
+            source_options=source_options,
+            owner_rules=rules,
+            loki=pulls,
+        )
+        if interval_s > 0:
+            _start_findings_logger(store, interval_s)
+        pulling = f"; timelines pulled from the Loki at {pulls.url} first" if pulls else ""
+        print(
+            f"correlator: serving {store.path} on http://{args.host}:{args.port}/ (API docs at "
+            f"/docs){pulling}",
+            file=sys.stderr,
+        )
+        serve(
+            app,
+            host=args.host,
+            port=args.port,
+            header_timeout_s=header_timeout_s,
+            max_connections=max_connections,
+        )
     return 0
+
+
+def _service_pulls(args: argparse.Namespace, held: ExitStack) -> Pulls:
+    """The service's pulls from the Loki of ``args.loki`` (``_loki_settings``), through one
+    client that ``held`` closes."""
+    from correlator._pulls import Pulls
+    from correlator.logql import DEFAULT_BASE_SELECTOR
+    from correlator.sources import loki
+
+    settings = args.loki
+    client = held.enter_context(
+        loki.client(
+            settings.get("url"), settings.get("tenant"), settings.get("username"),
+            settings.get("ca_bundle"),
+        )
+    )  # fmt: skip
+    return Pulls(client, base_selector=args.loki_selector or DEFAULT_BASE_SELECTOR)
 
 
 def _env_number(name: str, kind: type[_Number], default: _Number, *, least: _Number) -> _Number:
@@ -536,7 +565,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"correlator: {busy}", file=sys.stderr)
             return 2
     try:
-        args.loki = _timeline_loki(args)
+        args.loki = _loki_settings(args)
     except QueryError as exc:
         print(f"correlator: {exc}", file=sys.stderr)
         return 2

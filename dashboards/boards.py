@@ -105,11 +105,15 @@ _ENV_VAR = label_values_variable(
 _CORRELATOR_VAR = textbox_variable(
     "correlator_url",
     default="http://127.0.0.1:8080",
-    description="Base URL of `correlator serve`, for the links to its timeline page.",
+    description="Base URL of `correlator serve`, for the links to its timeline page. A "
+    "service started with --loki-url pulls the incident from Loki before it answers.",
 )
 
 
 def _timeline_link(key: str, value: str) -> str:
+    """The correlator's timeline page of one identifier. The same link serves either way the
+    service runs: over its own database, or, started with ``--loki-url``, pulling the
+    incident from Loki hop by hop first (``GET /v1/timeline``)."""
     return f"{_CORRELATOR}/?{key}={value}"
 
 
@@ -148,7 +152,9 @@ def incident_timeline() -> Dashboard:
     return Dashboard(
         uid="ep-incident-timeline",
         title="Incident timeline",
-        description="Every layer's records for the identifiers typed in, side by side.",
+        description="Every layer's records for the identifiers typed in, side by side; the "
+        "links open the correlator's timeline, pulled from Loki when the correlator was "
+        "started with --loki-url.",
         variables=(_LOKI_VAR, _ENV_VAR, *id_vars, _CORRELATOR_VAR),
         panels=(
             timeseries(
@@ -160,7 +166,9 @@ def incident_timeline() -> Dashboard:
                 "Allocation lifecycle states",
                 states,
                 description="Transitions into each state (workflow records with entity_kind="
-                "allocation and state_to), per allocation.",
+                "allocation and state_to), per allocation. A state's link opens the "
+                "allocation's correlator timeline: a correlator started with --loki-url "
+                "pulls that incident from this Loki, hop by hop, before it answers.",
                 links=(
                     DataLink(
                         "Correlator timeline of allocation ${__field.labels.allocation_id}",
@@ -174,7 +182,10 @@ def incident_timeline() -> Dashboard:
         ),
         links=tuple(
             DataLink(
-                f"Correlator timeline: {key}", _timeline_link(key, f"${{{key}:percentencode}}")
+                f"Correlator timeline: {key}",
+                _timeline_link(key, f"${{{key}:percentencode}}"),
+                tooltip=f"The correlator's timeline of the {key} typed in; pulled from Loki "
+                "first when correlator serve runs with --loki-url",
             )
             for key in IDENTIFIER_KEYS
         ),

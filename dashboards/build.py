@@ -91,10 +91,13 @@ class DataLink:
         title: what the link says.
         url: the target; may use dashboard variables and data-link variables
             (``${__field.labels.NAME}``, ``${__data.fields.NAME}``, ``${__value.raw}``).
+        tooltip: what a link at the top of the dashboard says on hover (panel links have
+            no tooltip).
     """
 
     title: str
     url: str
+    tooltip: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The data-link object (panel field config)."""
@@ -112,7 +115,7 @@ class DataLink:
             "includeVars": False,
             "keepTime": False,
             "tags": [],
-            "tooltip": "",
+            "tooltip": self.tooltip,
         }
 
 

@@ -393,6 +393,7 @@
         }),
       ),
       h("p", { class: "verdict-reason", text: verdict.reason || "" }),
+      data.loki ? h("p", { class: "verdict-loki", text: pulledText(data.loki) }) : null,
     );
     const first = verdict.first_failure;
     if (first && state.byHash.has(first.hash)) {
@@ -408,6 +409,22 @@
       box.lastChild.addEventListener("click", () => selectEvent(first.hash, true));
     }
     box.hidden = false;
+  }
+
+  // What a service started with a Loki asked of it before answering (the answer's "loki").
+  function pulledText(pull) {
+    const hops = (pull.hops || []).length;
+    const many = (n, one, more) => `${n} ${n === 1 ? one : more}`;
+    let text =
+      `Pulled from Loki: ${many(hops, "hop", "hops")}, ` +
+      `${many(Number(pull.requests ?? 0), "query", "queries")}, ` +
+      `${many(Number(pull.entries ?? 0), "entry", "entries")} (${Number(pull.new ?? 0)} new)`;
+    if (pull.stopped) {
+      const left = (pull.not_asked || []).length;
+      const unasked = many(left, "identifier", "identifiers");
+      text += `; stopped at ${pull.stopped}, ${unasked} not asked for`;
+    }
+    return `${text}.`;
   }
 
   function renderContext(seed, data) {

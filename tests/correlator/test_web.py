@@ -24,9 +24,12 @@ import httpx
 import orjson
 import pytest
 
+from agent_logging.loki import LokiClient
 from correlator import demo
 from correlator.cli import main
 from tests.correlator.conftest import DEMO_NOW_NS
+from tests.correlator.loki_incident import Incident, push_records
+from tests.lokisim import LokiServer
 from tests.real_parts import missing
 from tests.servers import free_port
 
@@ -241,6 +244,7 @@ def test_search_shows_lanes_verdict_evidence_and_pivots(server: str, page: Page)
     expect(verdict).to_contain_text("allocation_id=a-7f3c")
     expect(verdict.locator(".owner")).to_have_text("cert")
     expect(verdict).to_contain_text("confidence 95%")
+    expect(verdict.locator(".verdict-loki")).to_have_count(0)  # no Loki: nothing pulled
     data = _timeline_json(server, "allocation_id=a-7f3c")
     present = {event["layer"] for event in data["events"]}
     assert present == BASE_LAYERS
@@ -590,3 +594,63 @@ def test_the_api_docs_render_with_no_request_leaving_the_machine(site: Site) -> 
     finally:
         context.close()
     assert outside == []
+
+
+@pytest.fixture(scope="module")
+def pulling(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Incident]]:
+    """A second ``correlator serve``, over an empty database, started with the Loki test
+    server holding an incident (``loki_incident``): its base URL, and the incident."""
+    loki = LokiServer().start()
+    root = tmp_path_factory.mktemp("web-loki")
+    log = root / "serve.log"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRELATOR_")}
+    env["CORRELATOR_FINDINGS_INTERVAL_S"] = "0"
+    case = Incident()
+    try:
+        with LokiClient(loki.url) as client:
+            push_records(client, case.own() + case.others())
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "correlator", "--db", str(root / "pulled.duckdb"),
+                 "serve", "--port", str(port), "--loki-url", loki.url,
+                 "--loki-selector", case.selector],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, process, log)
+            yield url, case
+        finally:
+            _stop(process)
+    finally:
+        loki.stop()
+
+
+def test_a_service_with_a_loki_pulls_the_timeline_and_says_what_it_asked(
+    site: Site, pulling: tuple[str, Incident]
+) -> None:
+    server, case = pulling
+    tab = _open(site.browser, token=None)
+    page = tab.page
+    page.goto(f"{server}/?allocation_id={case.id('a')}")
+
+    verdict = page.locator("#verdict")
+    expect(verdict.locator(".owner")).to_have_text("node")
+    line = verdict.locator(".verdict-loki")
+    expect(line).to_have_text(re.compile(r"^Pulled from Loki: .* new\)\.$"))
+    # What the page said is what the pull answered: asked again, Loki answers the same
+    # entries, and the store gains none of them.
+    again = httpx.get(f"{server}/v1/timeline?allocation_id={case.id('a')}").json()["loki"]
+    hops, queries, entries = len(again["hops"]), again["requests"], again["entries"]
+    assert again["new"] == 0
+    assert entries >= 8  # the incident's own, across five layers
+    expect(line).to_have_text(
+        f"Pulled from Loki: {hops} hops, {queries} queries, {entries} entries ({entries} new)."
+    )
+    assert _lanes(page) == ["node", "ingress", "api", "workflow", "db"]
+    page.context.close()
+    assert tab.errors == []

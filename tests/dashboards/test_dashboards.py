@@ -372,6 +372,10 @@ def test_links_lead_to_the_correlator_timeline() -> None:
     assert board_links == [
         f"${{correlator_url:raw}}/?{key}=${{{key}:percentencode}}" for key in IDENTIFIER_KEYS
     ]
+    # The same links open the Loki-backed timeline when the service pulls from a Loki: the
+    # operator hovering one is told so.
+    tips = [link["tooltip"] for link in COMMITTED["incident-timeline.json"]["links"]]
+    assert all("--loki-url" in tip for tip in tips), tips
 
 
 @pytest.mark.parametrize("name", sorted(COMMITTED))
