@@ -64,6 +64,7 @@ def test_worker_processes_store_the_same_as_one_process(tmp_path: Path) -> None:
                 "line has a field 'ts' that is not an RFC timestamp": 1,
                 "line is not valid UTF-8 (byte 0xff at offset 0)": 1,
             },
+            "notes": [],
         }
         assert _contents(one) == _contents(pooled)
         assert [row[2] for row in _contents(pooled)[1]] == [3, 5]
