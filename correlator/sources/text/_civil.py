@@ -20,7 +20,15 @@ from typing import Final
 
 from correlator.sources._time import MAX_NS, MIN_NS, OUT_OF_RANGE, parse_rfc3339_ns
 
-__all__ = ["FUTURE_SLACK_NS", "civil_ns", "epoch_ns", "fraction_ns", "iso_ns", "yearless_ns"]
+__all__ = [
+    "FUTURE_SLACK_NS",
+    "civil_ns",
+    "digits_ns",
+    "epoch_ns",
+    "fraction_ns",
+    "iso_ns",
+    "yearless_ns",
+]
 
 _NS: Final = 1_000_000_000
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
@@ -87,6 +95,28 @@ def civil_ns(
     return ts_ns
 
 
+def digits_ns(
+    year: str,
+    month: str,
+    day: str,
+    hour: str,
+    minute: str,
+    second: str,
+    fraction: str | None,
+    zone: tzinfo,
+) -> int:
+    """:func:`civil_ns` of a time as a pattern's groups capture it: decimal digits, and the
+    fraction's digits or None.
+
+    Raises:
+        ValueError: as :func:`civil_ns`.
+    """
+    return civil_ns(
+        int(year), int(month), int(day), int(hour), int(minute), int(second),
+        fraction_ns(fraction), zone,
+    )  # fmt: skip
+
+
 def yearless_ns(
     month: int,
     day: int,
@@ -132,10 +162,7 @@ def iso_ns(text: str, zone: tzinfo) -> int:
         if local is None:
             raise
     year, month, day, hour, minute, second, fraction = local.groups()
-    return civil_ns(
-        int(year), int(month), int(day), int(hour), int(minute), int(second),
-        fraction_ns(fraction), zone,
-    )  # fmt: skip
+    return digits_ns(year, month, day, hour, minute, second, fraction, zone)
 
 
 def epoch_ns(number: int | Decimal) -> int:

@@ -80,8 +80,9 @@ def records(
         start_line: the number of the first line.
 
     Yields:
-        Each record once it is complete, and each line that belongs to none, in the order
-        of their first lines.
+        Each line that belongs to no record as it is read, and each record once the line
+        after it starts another (or the input ends): a line past a record's bounds comes
+        before that record.
     """
     current: Record | None = None
     for line_no, raw in enumerate(lines, start_line):

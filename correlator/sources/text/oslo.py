@@ -35,7 +35,7 @@ import re
 from datetime import tzinfo
 from typing import Final
 
-from correlator.sources.text._civil import civil_ns, fraction_ns
+from correlator.sources.text._civil import digits_ns
 from correlator.sources.text._format import Parsed, TextFormat
 
 __all__ = ["OSLO", "read", "starts"]
@@ -109,10 +109,7 @@ def read(text: str, zone: tzinfo) -> Parsed | str:
         return "not an oslo.log line (expected e.g. 2017-05-16 00:00:04.500 2931 INFO name [-] ...)"
     year, month, day, hour, minute, second, fraction, pid, level, logger = match.groups()
     try:
-        ts_ns = civil_ns(
-            int(year), int(month), int(day), int(hour), int(minute), int(second),
-            fraction_ns(fraction), zone,
-        )  # fmt: skip
+        ts_ns = digits_ns(year, month, day, hour, minute, second, fraction, zone)
     except ValueError as exc:
         return f"oslo.log time: {exc}"
     rest = first[match.end() :] if file is None else first[len(file) + 1 + match.end() :]

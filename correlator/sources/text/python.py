@@ -28,7 +28,7 @@ import re
 from datetime import tzinfo
 from typing import Final
 
-from correlator.sources.text._civil import civil_ns, fraction_ns
+from correlator.sources.text._civil import digits_ns
 from correlator.sources.text._format import Parsed, TextFormat
 
 __all__ = ["PYTHON", "read", "starts"]
@@ -73,10 +73,7 @@ def read(text: str, zone: tzinfo) -> Parsed | str:
             return "Python logging line without a level and a logger name after its time"
         _, logger, level = match.groups()
     try:
-        ts_ns = civil_ns(
-            int(year), int(month), int(day), int(hour), int(minute), int(second),
-            fraction_ns(fraction), zone,
-        )  # fmt: skip
+        ts_ns = digits_ns(year, month, day, hour, minute, second, fraction, zone)
     except ValueError as exc:
         return f"Python logging time: {exc}"
     return Parsed(ts_ns=ts_ns, level=level, message=rest[match.end() :], fields={"logger": logger})
