@@ -27,7 +27,14 @@ from correlator.errors import SourceError
 from correlator.loki_pull import Ask, PullLimits, hop_queries
 from correlator.sources import loki
 from correlator.store import Store
-from tests.correlator.loki_incident import WINDOW_S, Incident, push_records, wait_visible
+from tests.correlator.loki_incident import (
+    OWN,
+    Incident,
+    pull_incident,
+    pulled_messages,
+    push_records,
+    wait_visible,
+)
 from tests.lokisim.fixtures import LOKI_TENANT_ENV, VISIBILITY_TIMEOUT_S
 
 TENANT = os.environ.get(LOKI_TENANT_ENV) or None
@@ -35,18 +42,6 @@ TENANT = os.environ.get(LOKI_TENANT_ENV) or None
 pytestmark = pytest.mark.integration
 
 _S = 1_000_000_000
-OWN = sorted(
-    [
-        "POST /v1/allocations",
-        "allocation created",
-        "INSERT INTO allocations",
-        "workflow started",
-        "step provision",
-        "deploy started",
-        "disk latency high",
-        "deploy failed",
-    ]
-)
 
 
 @pytest.fixture
@@ -74,23 +69,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def _pull(
     real_loki: str, store: Store, case: Incident, seed: str, **options: object
 ) -> loki_pull.Pull:
-    start_ns, end_ns = loki_pull.window(str(options.pop("since", "1h")), None, None)
     with loki.client(real_loki, TENANT, None, None) as client:
-        return loki_pull.pull(
-            store,
-            loki_pull.client_fetch(client),
-            seed,
-            start_ns=start_ns,
-            end_ns=end_ns,
-            base_selector=case.selector,
-            window_s=WINDOW_S,
-            **options,  # type: ignore[arg-type]
-        )
-
-
-def _messages(store: Store) -> list[str]:
-    rows = store.cursor().execute("SELECT raw FROM events").fetchall()
-    return sorted(orjson.loads(raw)["event"] for (raw,) in rows)
+        return pull_incident(store, loki_pull.client_fetch(client), case, seed, **options)
 
 
 def test_the_pull_follows_the_incident_and_leaves_the_busy_nodes_other_work(
@@ -105,7 +85,7 @@ def test_the_pull_follows_the_incident_and_leaves_the_busy_nodes_other_work(
     assert [hop.entries for hop in done.hops] == [4, 4]
     assert [hop.requests for hop in done.hops] == [1, 1]
     assert done.new == 8
-    assert _messages(store) == OWN
+    assert pulled_messages(store) == OWN
 
     again = _pull(real_loki, store, incident_in, seed)
     assert (again.entries, again.new) == (8, 0)
@@ -169,7 +149,7 @@ def test_a_window_longer_than_lokis_max_query_length(
     # With Loki's default taken, the seed's window goes in two pieces and the pull completes.
     done = _pull(real_loki, store, incident_in, seed, since="800h")
     assert [hop.requests for hop in done.hops] == [2, 1]  # the seed's window in two pieces
-    assert _messages(store) == OWN
+    assert pulled_messages(store) == OWN
 
 
 def test_a_hostile_value_matches_only_itself(client: LokiClient) -> None:

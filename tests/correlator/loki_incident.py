@@ -27,8 +27,10 @@ import orjson
 from agent_logging.loki import LokiClient
 from agent_logging.loki._entries import PushEntry, entry_from_record
 from agent_logging.schema import rfc3339_ns
+from correlator import loki_pull
+from correlator.store import Store
 
-__all__ = ["Incident", "push_records", "wait_visible"]
+__all__ = ["OWN", "Incident", "pull_incident", "pulled_messages", "push_records", "wait_visible"]
 
 _S = 1_000_000_000
 #: The incident's window around its seed's evidence in these tests (``pull(window_s=...)``):
@@ -161,3 +163,42 @@ def wait_visible(client: LokiClient, selector: str, expected: int, timeout_s: fl
         if found >= expected or time.monotonic() > deadline:
             return found
         pause.wait(0.5)
+
+
+#: The events of the incident's own entries, sorted: what a pull must store, and nothing else.
+OWN = sorted(
+    [
+        "POST /v1/allocations",
+        "allocation created",
+        "INSERT INTO allocations",
+        "workflow started",
+        "step provision",
+        "deploy started",
+        "disk latency high",
+        "deploy failed",
+    ]
+)
+
+
+def pull_incident(
+    store: Store, fetch: loki_pull.Fetch, case: Incident, seed: str, **options: object
+) -> loki_pull.Pull:
+    """Pull ``seed``'s incident into ``store`` over the last ``since`` (an option, default 1h),
+    the run's streams only, with the 10-minute incident window."""
+    start_ns, end_ns = loki_pull.window(str(options.pop("since", "1h")), None, None)
+    return loki_pull.pull(
+        store,
+        fetch,
+        seed,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        base_selector=case.selector,
+        window_s=WINDOW_S,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def pulled_messages(store: Store) -> list[str]:
+    """The ``event`` of every record the store holds, sorted."""
+    rows = store.cursor().execute("SELECT raw FROM events").fetchall()
+    return sorted(orjson.loads(raw)["event"] for (raw,) in rows)

@@ -17,7 +17,14 @@ from correlator.errors import NotFoundError, QueryError, SourceError
 from correlator.loki_pull import Ask, PullLimits, hop_queries
 from correlator.sources import loki
 from correlator.store import Store
-from tests.correlator.loki_incident import WINDOW_S, Incident, push_records
+from tests.correlator.loki_incident import (
+    OWN,
+    WINDOW_S,
+    Incident,
+    pull_incident,
+    pulled_messages,
+    push_records,
+)
 from tests.lokisim import Limits, LokiServer
 
 _S = 1_000_000_000
@@ -84,45 +91,6 @@ def connect() -> Iterator[Connect]:
         client.close()
 
 
-def _pull(
-    store: Store,
-    fetch: loki_pull.Fetch,
-    case: Incident,
-    seed: str,
-    **options: object,
-) -> loki_pull.Pull:
-    start_ns, end_ns = loki_pull.window("1h", None, None)
-    return loki_pull.pull(
-        store,
-        fetch,
-        seed,
-        start_ns=start_ns,
-        end_ns=end_ns,
-        base_selector=case.selector,
-        window_s=WINDOW_S,
-        **options,  # type: ignore[arg-type]
-    )
-
-
-def _messages(store: Store) -> list[str]:
-    rows = store.cursor().execute("SELECT raw FROM events").fetchall()
-    return sorted(orjson.loads(raw)["event"] for (raw,) in rows)
-
-
-OWN = sorted(
-    [
-        "POST /v1/allocations",
-        "allocation created",
-        "INSERT INTO allocations",
-        "workflow started",
-        "step provision",
-        "deploy started",
-        "disk latency high",
-        "deploy failed",
-    ]
-)
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("seed", "entries_per_hop"),
@@ -145,13 +113,15 @@ def test_the_pull_follows_the_incident_across_five_layers_and_nothing_else(
 ) -> None:
     transport = Recording()
     key = {"a": "allocation_id", "wf": "workflow_id", "c": "correlation_id"}[seed]
-    done = _pull(store, connect(loki.url, transport), incident_in, f"{key}={incident_in.id(seed)}")
+    done = pull_incident(
+        store, connect(loki.url, transport), incident_in, f"{key}={incident_in.id(seed)}"
+    )
 
     # Each entry of the incident came once; none of the busy node's other allocations, nor
     # its line outside the incident's window, was pulled.
     assert [hop.entries for hop in done.hops] == entries_per_hop
     assert done.entries == done.new == 8
-    assert _messages(store) == OWN
+    assert pulled_messages(store) == OWN
     assert done.requests == len(transport.queries)
     assert done.stopped is None
     data = incident.timeline_for(store, key, incident_in.id(seed), window_s=WINDOW_S)
@@ -164,7 +134,9 @@ def test_a_place_is_asked_for_its_lines_that_name_no_work(
     loki: LokiServer, incident_in: Incident, store: Store, connect: Connect
 ) -> None:
     transport = Recording()
-    _pull(store, connect(loki.url, transport), incident_in, f"allocation_id={incident_in.id('a')}")
+    pull_incident(
+        store, connect(loki.url, transport), incident_in, f"allocation_id={incident_in.id('a')}"
+    )
 
     case = incident_in
     assert [query["query"] for query in transport.queries] == [
@@ -183,8 +155,8 @@ def test_asking_twice_stores_nothing_new(
     loki: LokiServer, incident_in: Incident, store: Store, connect: Connect
 ) -> None:
     seed = f"allocation_id={incident_in.id('a')}"
-    first = _pull(store, connect(loki.url, Recording()), incident_in, seed)
-    again = _pull(store, connect(loki.url, Recording()), incident_in, seed)
+    first = pull_incident(store, connect(loki.url, Recording()), incident_in, seed)
+    again = pull_incident(store, connect(loki.url, Recording()), incident_in, seed)
 
     assert (first.entries, first.new) == (8, 8)
     assert (again.entries, again.new) == (8, 0)
@@ -196,7 +168,7 @@ def test_a_bare_value_is_asked_for_as_every_kind(
     loki: LokiServer, incident_in: Incident, store: Store, connect: Connect
 ) -> None:
     transport = Recording()
-    done = _pull(store, connect(loki.url, transport), incident_in, incident_in.id("wf"))
+    done = pull_incident(store, connect(loki.url, transport), incident_in, incident_in.id("wf"))
 
     value = incident_in.id("wf")
     assert transport.queries[0]["query"] == (
@@ -204,7 +176,7 @@ def test_a_bare_value_is_asked_for_as_every_kind(
         f'workflow_id="{value}" or node_id="{value}" or node_instance_id="{value}"'
     )
     assert done.seed == ("workflow_id", value)
-    assert _messages(store) == OWN
+    assert pulled_messages(store) == OWN
 
 
 @pytest.mark.integration
@@ -212,7 +184,7 @@ def test_a_value_nothing_mentions_is_not_found(
     loki: LokiServer, incident_in: Incident, store: Store, connect: Connect
 ) -> None:
     with pytest.raises(NotFoundError, match="no evidence mentions a-nowhere"):
-        _pull(store, connect(loki.url, Recording()), incident_in, "a-nowhere")
+        pull_incident(store, connect(loki.url, Recording()), incident_in, "a-nowhere")
 
 
 @pytest.mark.integration
@@ -227,7 +199,7 @@ def test_pages_cross_lokis_entry_limit(loki: LokiServer, store: Store, connect: 
         push_records(client, records)
     transport = Recording()
 
-    done = _pull(store, connect(loki.url, transport), case, f"allocation_id={allocation}")
+    done = pull_incident(store, connect(loki.url, transport), case, f"allocation_id={allocation}")
 
     assert done.entries == done.new == 6000
     limits = [int(query["limit"]) for query in transport.queries]
@@ -241,7 +213,7 @@ def test_a_window_longer_than_lokis_query_length_is_asked_in_pieces(
     loki: LokiServer, incident_in: Incident, store: Store, connect: Connect
 ) -> None:
     transport = Recording()
-    done = _pull(
+    done = pull_incident(
         store,
         connect(loki.url, transport),
         incident_in,
@@ -271,7 +243,9 @@ def test_a_refused_query_names_the_loki_setting(store: Store, connect: Connect) 
         with LokiClient(small.url) as client:
             push_records(client, records)
         with pytest.raises(SourceError) as refused:
-            _pull(store, connect(small.url, Recording()), case, f"allocation_id={allocation}")
+            pull_incident(
+                store, connect(small.url, Recording()), case, f"allocation_id={allocation}"
+            )
 
     message = str(refused.value)
     assert "HTTP 400: max entries limit per query exceeded" in message
@@ -286,7 +260,7 @@ def test_429s_and_503s_are_asked_again_after_a_growing_pause(
     pauses: list[float] = []
     said: list[str] = []
 
-    done = _pull(
+    done = pull_incident(
         store,
         connect(loki.url, transport),
         incident_in,
@@ -318,7 +292,7 @@ def test_a_loki_that_keeps_answering_429_fails_the_pull(
     with pytest.raises(
         SourceError, match=r"HTTP 429: too many outstanding requests.*asked 3 times"
     ):
-        _pull(
+        pull_incident(
             store,
             connect(loki.url, transport),
             incident_in,
@@ -335,7 +309,7 @@ def test_a_query_timeout_is_not_asked_again(
 ) -> None:
     pauses: list[float] = []
     with pytest.raises(SourceError) as refused:
-        _pull(
+        pull_incident(
             store,
             connect(loki.url, Recording([(504, TIMED_OUT)])),
             incident_in,
@@ -367,7 +341,7 @@ def test_a_cap_stops_the_pull_and_says_what_was_not_asked(
     connect: Connect,
 ) -> None:
     said: list[str] = []
-    done = _pull(
+    done = pull_incident(
         store,
         connect(loki.url, Recording()),
         incident_in,
