@@ -17,10 +17,9 @@ subprocesses, job payloads and SQL, and for durable shipping to Loki.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_logging import _state
-from agent_logging._config import configure, get_logger, shutdown
 from agent_logging._settings import Settings
 from agent_logging._types import OWNER_LAYERS
 from agent_logging.context import _context, _otel, _propagation
@@ -35,6 +34,9 @@ from agent_logging.errors import (
     SpoolFullError,
 )
 from agent_logging.schema import CONTEXT_KEYS, IDENTIFIER_KEYS, check_id
+
+if TYPE_CHECKING:
+    from agent_logging._config import configure, get_logger, shutdown
 
 __all__ = [
     "CONTEXT_KEYS",
@@ -67,6 +69,28 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: Names loaded on first use: the pipeline (structlog, the shipping client) costs about a
+#: tenth of a second to import, and a reader of evidence (the correlator, ``schema`` or
+#: ``owner`` alone) never configures one.
+_LAZY = {"configure": "_config", "get_logger": "_config", "shutdown": "_config"}
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: ``configure``, ``get_logger`` and ``shutdown`` import the pipeline when first
+    asked for, then stay as plain attributes."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_logging' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"agent_logging.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def current_ids() -> dict[str, str]:
