@@ -26,9 +26,13 @@ a fresh on-disk DuckDB file, closed (checkpointed) at the end:
 6. storing alone, the five identifier indexes kept up during the insert (what every ingest
    into a store that already holds events pays);
 7. storing alone, the indexes built after the insert in one pass each (what a first ingest
-   into an empty store could pay instead).
+   into an empty store could pay instead);
+8. the same with DuckDB free to write the rows in any order (``preserve_insertion_order =
+   false``: each thread writes its own row groups; the store orders each batch by node and
+   time instead, for the timelines' reads);
+9. the same without ``raw`` (NULL): what storing each line's text costs.
 
-5-7 read the events of the store 4 wrote, or with ``--skip-correlator`` of the store
+5-9 read the events of the store 4 wrote, or with ``--skip-correlator`` of the store
 ``benchmarks.correlator --keep DIR`` left (``DIR/n<events>/evidence.duckdb``); without either
 they are left out. Each line is printed with its ratio to the copy measured in the same run. Run:
 ``python -m benchmarks.ingest_floor [--events 1e6] [--seed 1] [--keep DIR]
@@ -113,13 +117,19 @@ def read_events(store: Path) -> pa.Table:
         return con.sql(f"SELECT {COLUMN_LIST} FROM events").to_arrow_table()  # noqa: S608 - fixed names
 
 
-def measure_store_write(events: pa.Table, db: Path, *, indexes: str) -> dict[str, float]:
-    """``events`` inserted into a fresh store (see the module docstring, 5-7).
+def measure_store_write(
+    events: pa.Table, db: Path, *, indexes: str, ordered: bool = True, raw: bool = True
+) -> dict[str, float]:
+    """``events`` inserted into a fresh store (see the module docstring, 5-9).
 
     Args:
         events: what :func:`read_events` read.
         db: the file to create (removed afterwards).
         indexes: ``none``, ``kept`` (during the insert) or ``after`` (built after it).
+        ordered: keep the rows in insertion order (DuckDB's default; the store's inserts
+            order each batch by node and time, for the timelines' reads); False lets every
+            thread write its own row groups (``preserve_insertion_order = false``).
+        raw: store ``raw`` (False: NULL, what a store keeping the lines elsewhere would pay).
     """
     db.unlink(missing_ok=True)
     quoted = str(db).replace("'", "''")
@@ -129,8 +139,11 @@ def measure_store_write(events: pa.Table, db: Path, *, indexes: str) -> dict[str
         con.execute(f"ATTACH '{quoted}' AS floor (ROW_GROUP_SIZE {_ROW_GROUP_ROWS})")
         con.execute("USE floor")
         con.execute(DDL if indexes == "kept" else f"CREATE TABLE events ({EVENTS_COLUMNS_DDL})")
+        if not ordered:
+            con.execute("SET preserve_insertion_order = false")
         con.register("batch", events)
-        con.execute(f"INSERT INTO events SELECT {COLUMN_LIST} FROM batch")  # noqa: S608 - fixed names
+        columns = COLUMN_LIST if raw else COLUMN_LIST.replace("raw,", "NULL AS raw,")
+        con.execute(f"INSERT INTO events SELECT {columns} FROM batch")  # noqa: S608 - fixed names
         if indexes == "after":
             con.execute(INDEX_DDL)
         con.execute("CHECKPOINT")
@@ -177,12 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if stored.exists():
             events = read_events(stored)
-            for name, indexes in (
-                ("storing alone, no indexes", "none"),
-                ("storing alone, 5 indexes kept", "kept"),
-                ("storing alone, 5 indexes after", "after"),
+            for name, indexes, ordered, raw in (
+                ("storing alone, no indexes", "none", True, True),
+                ("storing alone, 5 indexes kept", "kept", True, True),
+                ("storing alone, 5 indexes after", "after", True, True),
+                ("  ... in no order", "after", False, True),
+                ("  ... in no order, without raw", "after", False, False),
             ):
-                rows.append((name, measure_store_write(events, db, indexes=indexes)))
+                figures = measure_store_write(events, db, indexes=indexes, ordered=ordered, raw=raw)
+                rows.append((name, figures))
             del events
         else:
             print(f"storing alone: left out, no store at {stored}")

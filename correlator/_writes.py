@@ -1,4 +1,5 @@
-"""What the store writes: new events without duplicates, rejects, links, the clustered rewrite.
+"""What the store writes: new events without duplicates, rejects, links, the clustered rewrite,
+and the identifier indexes dropped for a bulk load and built again after it.
 
 A batch is an Arrow table of ``_schema``'s ``events_table`` form, registered with DuckDB as
 ``staged_events`` and inserted with an anti-join on the content hash (:func:`insert_sql`,
@@ -25,7 +26,9 @@ from correlator.model import Reject
 
 __all__ = [
     "IngestResult",
+    "build_indexes",
     "cluster",
+    "drop_indexes",
     "insert_rejects",
     "insert_sql",
     "insert_staged",
@@ -154,4 +157,19 @@ def cluster(cursor: duckdb.DuckDBPyConnection) -> None:
     )
     cursor.execute("DROP TABLE events")  # its indexes go with it
     cursor.execute("ALTER TABLE events_clustered RENAME TO events")
+    cursor.execute(INDEX_DDL)
+
+
+def drop_indexes(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Drop the indexes of ``events`` (:func:`build_indexes` builds them again)."""
+    names = cursor.execute(
+        "SELECT index_name FROM duckdb_indexes() "
+        "WHERE table_name = 'events' AND database_name = current_database()"
+    ).fetchall()
+    for (name,) in names:
+        cursor.execute(f'DROP INDEX "{name}"')
+
+
+def build_indexes(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Build the identifier indexes of ``events`` that are missing, one pass over it each."""
     cursor.execute(INDEX_DDL)

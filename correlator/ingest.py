@@ -14,7 +14,9 @@ A source's parser, its options and what follows a commit are its declaration's
 objects at all), and on request large files of those kinds are parsed by worker processes
 while the main process stores what they return (``_parse_workers``: the parser is pure Python
 and the slower half of an NDJSON ingest); a source with an ``after_commit`` (nginx's linking)
-has it called with the time each input covers once that input is committed.
+has it called with the time each input covers once that input is committed. A large load
+into an empty or small store builds the identifier indexes once at its end rather than
+keeping them up row by row (:func:`ingest_paths`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
@@ -63,6 +66,13 @@ INSERT_EVENTS: Final = 200_000
 #: them costs about a second, 64 MiB of NDJSON (~200,000 lines) take several seconds to parse
 #: on one core.
 PARALLEL_MIN_BYTES: Final = 64 * 1024 * 1024
+#: Files of this many bytes or more, into a small store, are loaded with the identifier
+#: indexes built after the load (:meth:`Store.indexes_after`): one pass per index instead of
+#: keeping it up row by row, ~13 % of storing time (``benchmarks/RESULTS.md``).
+INDEXES_AFTER_MIN_BYTES: Final = 64 * 1024 * 1024
+#: ... when the store holds at most this share of the events the files hold: the indexes
+#: are built over the stored events too.
+INDEXES_AFTER_SHARE: Final = 0.25
 #: What reading a file can fail with after it opened: ``gzip`` raises ``BadGzipFile`` (an
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
@@ -445,6 +455,16 @@ def _flush(
     return result
 
 
+def _bulk_load(store: Store, input_bytes: int) -> bool:
+    """Whether files of ``input_bytes`` are loaded with the identifier indexes built after
+    (:meth:`Store.indexes_after`): a large load into a store holding far fewer events than
+    the files (at ~350 bytes a line, :data:`INDEXES_AFTER_SHARE` of their lines or fewer)."""
+    return (
+        input_bytes >= INDEXES_AFTER_MIN_BYTES
+        and store.count() * 350 <= input_bytes * INDEXES_AFTER_SHARE
+    )
+
+
 def ingest_paths(
     store: Store,
     kind: str,
@@ -468,6 +488,10 @@ def ingest_paths(
     read before the damage and adds a reject saying where reading stopped and why (counted in
     the result's ``rejected``); the other files are ingested as usual.
 
+    Files of :data:`INDEXES_AFTER_MIN_BYTES` or more into a store that holds far fewer
+    events are loaded without the identifier indexes, which are built once at the end
+    (:meth:`Store.indexes_after`); smaller loads keep them up as they insert.
+
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
         workers: parse the files in this many worker processes (when they are large enough).
@@ -487,6 +511,9 @@ def ingest_paths(
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
     result = IngestResult()
+    loading: AbstractContextManager[None] = (
+        store.indexes_after() if _bulk_load(store, sum(sizes)) else nullcontext()
+    )
     # Workers parse batches of an input from its middle: a source that settles something
     # from each input's first lines is parsed here, input by input.
     if (
@@ -497,16 +524,17 @@ def ingest_paths(
     ):
         if values:
             columns = partial(columns, **values)
-        with parse_pool(workers) as pool:
+        with loading, parse_pool(workers) as pool:
             stream = parsed_inputs(columns, inputs, BATCH_EVENTS, pool)
             for index in range(len(paths)):
                 with store.bulk():
                     result.add(_store_batches(store, until_input_end(stream)))
                 result.add(store.insert_rejects(damages[index]))
     else:
-        for index, (origin, lines) in enumerate(inputs):
-            result.add(ingest_lines(store, kind, lines, origin, options=values))
-            result.add(store.insert_rejects(damages[index]))
+        with loading:
+            for index, (origin, lines) in enumerate(inputs):
+                result.add(ingest_lines(store, kind, lines, origin, options=values))
+                result.add(store.insert_rejects(damages[index]))
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one
     # the first query does it (Store.cardinalities).
