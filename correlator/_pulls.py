@@ -4,8 +4,9 @@ serve`` was started with a Loki (``--loki-url`` or ``CORRELATOR_LOKI_URL``).
 A pull (``correlator.loki_pull``) asks Loki for the incident of one identifier, hop by hop,
 and stores what comes back: it is a write, and runs where the service runs its writes (the
 caller's ``write``: the writer's thread, one write at a time), so a pull and a posted body
-never interleave, and each of its commits moves the store's generation as an ingest's do:
-the answers kept from before it are not given again. A pull holds the writer while it waits
+never interleave, and each of its commits that stores a new line moves the store's
+generation as an ingest's do: the answers kept from before it are not given again (a pull
+that finds nothing new keeps them). A pull holds the writer while it waits
 for Loki (each hop's expansion reads what the previous hop stored): a posted body waits
 behind a pull, as behind another body. The 30 people who open the timeline an
 incident channel links to ask for the same seed and window at once: the first request pulls,

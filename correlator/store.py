@@ -68,7 +68,8 @@ class Store:
     Reads of the evidence a timeline is built from (its seed, links, events and parents'
     events) are kept in :attr:`cache` until the next write (``_read_cache``): each write that
     commits adds one to :attr:`generation`. No other process can write the file meanwhile
-    (DuckDB locks it), so the generation counts every change a read could see.
+    (DuckDB locks it), so the generation counts every change a read could see; a write that
+    stores nothing new (every row a duplicate) does not move it.
 
     Args:
         path: the database file; created with its tables when missing.
@@ -102,6 +103,9 @@ class Store:
         # (events, generation, cardinalities): valid while the generation is the store's.
         self._cardinality: tuple[int, int, dict[tuple[str, str], tuple[int, int]]] | None = None
         self.generation = 0
+        #: Whether the write transaction in progress changed what reads answer (under the
+        #: write lock; read by bulk() and _writer() at its commit).
+        self._changed = False
         self.cache = ReadCache()
         # An index lookup only for up to 2,048 rows (DuckDB's index_scan_max_count), not 0.1 %
         # of the table: fetching a busy node's 10,000 rows one by one through the index is
@@ -149,6 +153,7 @@ class Store:
             cursor = self.cursor()
             cursor.execute("BEGIN")
             self._bulk = cursor
+            self._changed = False
             try:
                 yield
             except BaseException:
@@ -156,7 +161,7 @@ class Store:
                 raise
             else:
                 cursor.execute("COMMIT")
-                self.generation += 1
+                self.generation += self._changed
             finally:
                 self._bulk = None
                 cursor.close()
@@ -165,21 +170,25 @@ class Store:
     def _writer(self, *, evidence: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """The cursor to write with: the bulk transaction's, or a new one in a transaction.
         ``evidence``: the write changes what reads answer (not only what the store keeps
-        for itself, as the link cardinalities), so its commit moves :attr:`generation`."""
+        for itself, as the link cardinalities), so its commit moves :attr:`generation`. A
+        write that knows whether it changed anything (an insert whose rows were all stored
+        already) passes False and sets :attr:`_changed` itself."""
         with self._write_lock:
             if self._bulk is not None:
+                self._changed |= evidence
                 yield self._bulk
                 return
             cursor = self.cursor()
             try:
                 cursor.execute("BEGIN")
+                self._changed = evidence
                 try:
                     yield cursor
                 except BaseException:
                     cursor.execute("ROLLBACK")
                     raise
                 cursor.execute("COMMIT")
-                self.generation += evidence
+                self.generation += self._changed
             finally:
                 cursor.close()
 
@@ -213,8 +222,11 @@ class Store:
         if staged == 0:
             return IngestResult()
         sql = _writes.insert_sql(table)
-        with self._writer() as cursor:
+        # Only new rows move the generation: a pull that asks Loki again, or a file ingested
+        # twice, leaves what reads answer (and the answers the service keeps) as they were.
+        with self._writer(evidence=False) as cursor:
             inserted = _writes.insert_staged(cursor, table, sql)
+            self._changed |= inserted > 0
         return IngestResult(accepted=inserted, duplicate=staged - inserted)
 
     @staticmethod

@@ -79,6 +79,7 @@ def test_the_timeline_is_pulled_from_loki_across_five_layers(
     with client, AsgiClient(app) as service:
         answer = service.get(f"/v1/timeline?allocation_id={case.id('a')}")
         asked = len(transport.queries)
+        generation = store.generation
         again = service.get(f"/v1/timeline?allocation_id={case.id('a')}&since=2h")
 
     assert answer.status_code == 200, answer.text
@@ -95,6 +96,8 @@ def test_the_timeline_is_pulled_from_loki_across_five_layers(
     assert again.status_code == 200, again.text
     assert (again.json()["loki"]["entries"], again.json()["loki"]["new"]) == (8, 0)
     assert len(again.json()["events"]) == 8
+    # Nothing new stored: the answers the service keeps stay good (the generation stays).
+    assert store.generation == generation
 
 
 def test_what_a_pull_stores_is_in_the_next_answer(

@@ -15,6 +15,7 @@ from correlator import _rows, incident
 from correlator._demo_story import FAILING_ALLOCATION, STUCK_ALLOCATION
 from correlator._read_cache import ReadCache, first, same
 from correlator._schema import COLUMN_LIST
+from correlator.model import Reject
 from correlator.store import Store
 from tests.correlator.events import ev
 
@@ -207,6 +208,27 @@ def test_a_write_moves_the_generation_when_it_commits_only(store: Store) -> None
         store.insert_events([ev(3, "api", "request", allocation_id="a-9")])
         store.insert_events([ev(4, "api", "request", allocation_id="a-9")])
     assert store.generation == 2
+
+
+def test_a_write_of_nothing_new_leaves_the_generation(store: Store) -> None:
+    events = [
+        ev(0, "api", "request", allocation_id="a-9"),
+        ev(1, "api", "done", allocation_id="a-9"),
+    ]
+    store.insert_events(events)
+    assert store.generation == 1
+
+    store.insert_events(events)  # every row stored already
+    with store.bulk():  # a whole input of duplicates: what a pull asked twice stores
+        store.insert_events(events[:1])
+        store.insert_events(events[1:])
+    assert store.generation == 1
+
+    with store.bulk():  # one new row among the duplicates is a change
+        store.insert_events([*events, ev(2, "api", "late", allocation_id="a-9")])
+    assert store.generation == 2
+    store.insert_rejects([Reject("ndjson", "x.ndjson", 3, "not JSON", "{")])
+    assert store.generation == 3  # other writes count as changes, as before
 
 
 # -- a few rows as row tuples --------------------------------------------------------------

@@ -466,3 +466,15 @@ def test_re_ingesting_a_file_keeps_its_rejects_once(store: Store, tmp_path: Path
         (2, str(path)),
         (3, str(path)),
     ]
+
+
+@pytest.mark.parametrize("rows", [3, 9000], ids=["small batch", "large batch"])
+def test_a_line_twice_in_one_batch_is_stored_once(store: Store, rows: int) -> None:
+    # A small batch is checked for repeats in Python, a large one by Arrow: both must see them.
+    events = [ev(i % 600, "node", f"tick {i}", node_id="n-1") for i in range(rows)]
+    events.append(events[0])
+
+    result = store.insert_events(events)
+
+    assert (result.accepted, result.duplicate) == (rows, 1)
+    assert store.count() == rows
