@@ -55,6 +55,7 @@ import pyarrow as pa
 from benchmarks._common import machine_note
 from benchmarks.correlator import fleet_in, measure_duckdb_floor, measure_ingest
 from correlator._schema import COLUMN_LIST, DDL, EVENTS_COLUMNS_DDL, INDEX_DDL
+from correlator.model import EVENT_COLUMNS
 from correlator.store import _ROW_GROUP_ROWS  # the row groups the store's file is attached with
 
 #: The record fields the DuckDB mapping extracts, in the order of :data:`_MAPPED`'s columns
@@ -142,7 +143,9 @@ def measure_store_write(
         if not ordered:
             con.execute("SET preserve_insertion_order = false")
         con.register("batch", events)
-        columns = COLUMN_LIST if raw else COLUMN_LIST.replace("raw,", "NULL AS raw,")
+        columns = ", ".join(
+            "NULL AS raw" if name == "raw" and not raw else name for name in EVENT_COLUMNS
+        )
         con.execute(f"INSERT INTO events SELECT {columns} FROM batch")  # noqa: S608 - fixed names
         if indexes == "after":
             con.execute(INDEX_DDL)

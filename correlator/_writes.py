@@ -29,6 +29,7 @@ __all__ = [
     "build_indexes",
     "cluster",
     "drop_indexes",
+    "index_names",
     "insert_rejects",
     "insert_sql",
     "insert_staged",
@@ -169,16 +170,21 @@ def cluster(cursor: duckdb.DuckDBPyConnection) -> None:
     )
     cursor.execute("DROP TABLE events")  # its indexes go with it
     cursor.execute("ALTER TABLE events_clustered RENAME TO events")
-    cursor.execute(INDEX_DDL)
+    build_indexes(cursor)
+
+
+def index_names(cursor: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the indexes of ``events`` in the cursor's database, sorted."""
+    rows = cursor.execute(
+        "SELECT index_name FROM duckdb_indexes() "
+        "WHERE table_name = 'events' AND database_name = current_database() ORDER BY 1"
+    ).fetchall()
+    return [name for (name,) in rows]
 
 
 def drop_indexes(cursor: duckdb.DuckDBPyConnection) -> None:
     """Drop the indexes of ``events`` (:func:`build_indexes` builds them again)."""
-    names = cursor.execute(
-        "SELECT index_name FROM duckdb_indexes() "
-        "WHERE table_name = 'events' AND database_name = current_database()"
-    ).fetchall()
-    for (name,) in names:
+    for name in index_names(cursor):
         cursor.execute(f'DROP INDEX "{name}"')
 
 

@@ -16,10 +16,7 @@ from correlator.store import Store
 
 
 def indexes(store: Store) -> list[str]:
-    rows = store.cursor().execute(
-        "SELECT index_name FROM duckdb_indexes() WHERE table_name = 'events' ORDER BY 1"
-    )
-    return [name for (name,) in rows.fetchall()]
+    return _writes.index_names(store.cursor())
 
 
 ALL: list[str] = sorted(f"events_{key}" for key in IDENTIFIER_KEYS)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from correlator import _writes
 from correlator._parents import ParentQuery
 from correlator._rows import one_of, row_runs
 from correlator.errors import QueryError
@@ -184,8 +185,7 @@ def test_clustering_keeps_every_event_and_the_indexes(filled: Store) -> None:
     assert filled.events_matching({"node_id": ["n-17"], "allocation_id": ["a-9", "a-10"]}) == (
         before
     )
-    indexes = filled.cursor().execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1")
-    assert [row[0] for row in indexes.fetchall()] == [
+    assert _writes.index_names(filled.cursor()) == [
         "events_allocation_id",
         "events_correlation_id",
         "events_node_id",
