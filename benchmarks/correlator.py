@@ -6,15 +6,16 @@ lines, one file per layer, each in time order as the services would have written
 
 Measured, on a fresh on-disk DuckDB per size:
 
-1. parse only: ``correlator.sources.ndjson.parse_columns`` over 50,000-line batches, as the
-   ingest calls it, no store (on the first 10^6 lines at most: the rate does not depend on
-   the size);
+1. parse only: ``correlator.sources.ndjson.parse_table`` (the native mapping, the Python one
+   for what it declines) over 50,000-line batches, as the ingest calls it, in one thread, no
+   store (on the first 10^6 lines at most: the rate does not depend on the size);
 2. ingest in one process: ``correlator.ingest.ingest_lines(store, "agent", ...)`` of the same
    lines into a fresh store, closed at the end (parse + insert, as ``correlator ingest``
    runs today);
 3. ingest with workers: ``ingest_paths(store, "agent", files, workers=2)`` of every file, end
-   to end (parse in two worker processes, insert, the link cardinalities computed once at the
-   end, the store closed): the store the queries read;
+   to end (parse in two worker threads, the native mapping running without the GIL while
+   the main thread inserts; the identifier indexes built after; the link cardinalities
+   computed once at the end; the store closed): the store the queries read;
 4. the floor DuckDB itself sets: its own NDJSON reader (``read_json``, columns and types
    detected, both threads) copying every file into a table of a fresh on-disk database,
    with no mapping, no validation, no indexes and no de-duplication: what an ingest that
@@ -91,14 +92,15 @@ def _chunked(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
 
 
 def measure_parse(paths: Sequence[Path], limit: int) -> dict[str, float]:
-    """Parse only: the adapter's columnar path over the ingest's 50,000-line batches."""
-    from correlator.sources.ndjson import parse_columns
+    """Parse only: the adapter's table path (the native mapping, what ingest runs) over the
+    ingest's 50,000-line batches, in one thread."""
+    from correlator.sources.ndjson import parse_table
 
     rows = rejects = 0
     started = time.perf_counter()
     for chunk in _chunked(_sample(paths, limit)):
-        columns, rejected = parse_columns(chunk, "sample", source="agent", start_line=1)
-        rows += len(columns["ts_ns"])
+        table, rejected = parse_table(chunk, "sample", source="agent", start_line=1)
+        rows += table.num_rows
         rejects += len(rejected)
     elapsed = time.perf_counter() - started
     return {"events": rows, "rejects": rejects, "seconds": elapsed, "events_per_s": rows / elapsed}

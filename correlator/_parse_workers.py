@@ -1,43 +1,55 @@
-"""Parsing inputs' batches in worker processes while the main process stores them.
+"""Parsing inputs' batches in workers while the main process stores them.
 
-The columnar parsers (a source's ``columns``) are pure Python and the slower half of an NDJSON
-ingest; :func:`parse_pool` starts worker processes for them. :func:`parsed_batches` hands them
-one input's batches a few at a time, yielding each parsed batch, as the Arrow table the store
-inserts, in input order (without a pool the batches are parsed in process, the same way);
-:func:`parsed_inputs` does the same for several inputs in turn, the workers running ahead
-across the end of one input into the next, so that they parse while the main process stores
-an input's last batches (one insert at its end, most of the time, for an input of a few
-batches).
+A source's batches become tables by :func:`batch_parser`: its ``table`` path (ndjson's native
+mapping), whose heavy part releases the GIL, runs in threads (``parse_pool(threads=True)``,
+nothing crossing a process boundary); its ``columns`` path, pure Python, runs in worker
+processes. :func:`parsed_batches` hands the workers one input's batches a few at a time,
+yielding each parsed batch, as the Arrow table the store inserts, in input order (without a
+pool the batches are parsed in process, the same way); :func:`parsed_inputs` does the same for
+several inputs in turn, the workers running ahead across the end of one input into the next,
+so that they parse while the main process stores an input's last batches (one insert at its
+end, most of the time, for an input of a few batches).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from functools import partial
+from itertools import islice
+from queue import Full, Queue
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import pyarrow as pa
 
+from correlator._line_blocks import LINE_READ_BYTES
 from correlator._schema import events_table
 from correlator.model import Reject
 
 if TYPE_CHECKING:
-    from correlator.sources import Columns
+    from correlator.sources import Columns, Source, Table
 
 __all__ = [
     "BATCH_BYTES",
     "MAX_WORKERS",
+    "BatchParser",
     "InputEnd",
     "Parsed",
+    "batch_parser",
     "parse_pool",
     "parsed_batches",
     "parsed_inputs",
     "until_input_end",
 ]
 
+_T = TypeVar("_T")
+
+#: Batches of lines the reading thread holds ready beyond those in the workers' hands.
+READ_AHEAD: Final = 2
 #: Worker processes at most (the main process stores; DuckDB has threads of its own).
 MAX_WORKERS: Final = 4
 #: A batch of lines ends at this many bytes even when it has fewer lines than asked for: 50,000
@@ -48,6 +60,10 @@ BATCH_BYTES: Final = 32 * 1024 * 1024
 #: One parsed batch: the table the store inserts, and the batch's rejects.
 Parsed = tuple[pa.Table, list[Reject]]
 
+BatchParser = Callable[[list[bytes], str, int], Parsed]
+"""``parse(lines, origin, start_line)``: one batch to the table the store inserts (picklable:
+a ``partial`` of a module-level function, for worker processes)."""
+
 
 class InputEnd:
     """The end of an input in :func:`parsed_inputs`' stream: every batch of that input came
@@ -57,21 +73,41 @@ class InputEnd:
 _INPUT_END: Final = InputEnd()
 
 
-def parse_pool(workers: int | None = None) -> Executor:
-    """Worker processes for :func:`ingest_lines`.
+def parse_pool(workers: int | None = None, *, threads: bool = False) -> Executor:
+    """Workers for :func:`parsed_inputs`: processes, or threads for a path without the GIL.
 
-    They are ``spawn``ed, not forked: the parent's DuckDB and Arrow threads may hold locks a
-    forked child would inherit. ``spawn`` re-imports the parent's ``__main__``, which must
-    therefore guard its entry point with ``if __name__ == "__main__":``.
+    Processes are ``spawn``ed, not forked: the parent's DuckDB and Arrow threads may hold
+    locks a forked child would inherit. ``spawn`` re-imports the parent's ``__main__``, which
+    must therefore guard its entry point with ``if __name__ == "__main__":``.
 
     Args:
         workers: how many; by default one per core, at most :data:`MAX_WORKERS`.
+        threads: threads rather than processes (a :data:`BatchParser` of a ``table`` path).
 
     Returns:
         An executor to shut down (use it as a context manager).
     """
     count = min(workers or os.cpu_count() or 1, MAX_WORKERS)
+    if threads:
+        return ThreadPoolExecutor(count, thread_name_prefix="parse")
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+
+
+def batch_parser(source: Source, values: Mapping[str, Any]) -> BatchParser | None:
+    """How a source's batches become tables: its ``table`` path, else its ``columns`` one
+    (None when it has neither); ``values`` are its options' values by name."""
+    if source.table is not None:
+        table = partial(source.table, **values) if values else source.table
+        return partial(_parse_table, table)
+    if source.columns is not None:
+        columns = partial(source.columns, **values) if values else source.columns
+        return partial(_parse_chunk, columns)
+    return None
+
+
+def _parse_table(table: Table, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
+    parsed: Parsed = table(chunk, origin, start_line=start_line)
+    return parsed
 
 
 def _parse_chunk(columns: Columns, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
@@ -82,7 +118,7 @@ def _parse_chunk(columns: Columns, chunk: list[bytes], origin: str, start_line: 
 
 
 def parsed_batches(
-    columns: Columns,
+    parse: BatchParser,
     lines: Iterable[bytes],
     origin: str,
     batch_events: int,
@@ -91,17 +127,17 @@ def parsed_batches(
     """Parsed batches of ``batch_events`` lines (fewer past :data:`BATCH_BYTES`) in input
     order, from ``pool`` when given (a few batches ahead: one input of :func:`parsed_inputs`)."""
     if pool is not None:
-        yield from until_input_end(parsed_inputs(columns, [(origin, lines)], batch_events, pool))
+        yield from until_input_end(parsed_inputs(parse, [(origin, lines)], batch_events, pool))
         return
     offset = 0
     for chunk in _chunks(lines, batch_events):
         # Chunks continue the file's line numbering.
-        yield _parse_chunk(columns, chunk, origin, offset + 1)
+        yield parse(chunk, origin, offset + 1)
         offset += len(chunk)
 
 
 def parsed_inputs(
-    columns: Columns,
+    parse: BatchParser,
     inputs: Iterable[tuple[str, Iterable[bytes]]],
     batch_events: int,
     pool: Executor,
@@ -109,25 +145,27 @@ def parsed_inputs(
     """Each input's parsed batches in order, then an :class:`InputEnd`, input after input.
 
     ``inputs`` yields ``(origin, lines)``; the lines of one are read before the next is asked
-    for. The workers run a few batches ahead, past the end of an input into the next. An
-    input that fails to open (``inputs`` raises) raises here only once every input before it
-    has been handed over, ended: what came before can be stored first.
+    for, by a thread of their own (:func:`_read_ahead`): reading a file and splitting its
+    lines goes on while the caller stores. The workers run a few batches ahead, past the end of
+    an input into the next. An input that fails to open (``inputs`` raises) raises here only
+    once every input before it has been handed over, ended: what came before can be stored
+    first.
     """
     depth = MAX_WORKERS + 1  # batches in flight: enough to keep the workers busy, and bounded
     pending: deque[Future[Parsed] | InputEnd | BaseException] = deque()
     in_flight = 0
     try:
-        for origin, lines in _deferring_errors(inputs, pending):
-            offset = 0
-            for chunk in _chunks(lines, batch_events):
-                pending.append(pool.submit(_parse_chunk, columns, chunk, origin, offset + 1))
-                offset += len(chunk)
-                in_flight += 1
-                while in_flight >= depth:
-                    item = pending.popleft()
-                    in_flight -= isinstance(item, Future)
-                    yield _taken(item)
-            pending.append(_INPUT_END)
+        for batch in _read_ahead(_batches(inputs, batch_events), READ_AHEAD):
+            if not isinstance(batch, tuple):
+                pending.append(batch)  # an input's end, or its failure to open, in its place
+                continue
+            origin, chunk, start_line = batch
+            pending.append(pool.submit(parse, chunk, origin, start_line))
+            in_flight += 1
+            while in_flight >= depth:
+                taken = pending.popleft()
+                in_flight -= isinstance(taken, Future)
+                yield _taken(taken)
         while pending:
             yield _taken(pending.popleft())
     finally:
@@ -136,28 +174,84 @@ def parsed_inputs(
                 item.cancel()
 
 
+_Batch = tuple[str, list[bytes], int]
+
+
+def _batches(
+    inputs: Iterable[tuple[str, Iterable[bytes]]], batch_events: int
+) -> Iterator[_Batch | InputEnd | BaseException]:
+    """Each input's batches of lines as ``(origin, lines, first line's number)``, then an
+    :class:`InputEnd`; an input that fails to open ends the stream with its exception."""
+    iterator = iter(inputs)
+    while True:
+        try:
+            origin, lines = next(iterator)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
+            yield exc
+            return
+        offset = 0
+        for chunk in _chunks(lines, batch_events):
+            yield origin, chunk, offset + 1  # chunks continue the file's line numbering
+            offset += len(chunk)
+        yield _INPUT_END
+
+
+def _read_ahead(items: Iterator[_T], depth: int) -> Iterator[_T]:
+    """``items``, produced by a thread of their own up to ``depth`` ahead of the caller.
+
+    Reading releases the GIL and splitting lines is one C call a block, so the thread reads
+    while the caller inserts (DuckDB releases the GIL too). What ``items`` raises is raised
+    here, in its place; when the caller stops early, the thread stops at its next item and
+    closes ``items`` (closing the file being read).
+    """
+    queue: Queue[tuple[bool, _T | BaseException | None]] = Queue(depth)
+    stopped = threading.Event()
+
+    def hand(entry: tuple[bool, _T | BaseException | None]) -> bool:
+        while not stopped.is_set():
+            try:
+                queue.put(entry, timeout=0.05)
+            except Full:
+                continue
+            return True
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not hand((True, item)):
+                    return
+            hand((False, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+            hand((False, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, value = queue.get()
+            if more:
+                yield value  # type: ignore[misc]  # an item
+                continue
+            if value is not None:
+                raise value  # type: ignore[misc]  # what items raised
+            return
+    finally:
+        stopped.set()
+        thread.join()
+
+
 def until_input_end(stream: Iterator[Parsed | InputEnd]) -> Iterator[Parsed]:
     """The parsed batches of the input :func:`parsed_inputs`' ``stream`` is at, up to its end
     (not past it: the next input's stay in the stream)."""
     for item in stream:
         if isinstance(item, InputEnd):
-            return
-        yield item
-
-
-def _deferring_errors(
-    inputs: Iterable[tuple[str, Iterable[bytes]]],
-    pending: deque[Future[Parsed] | InputEnd | BaseException],
-) -> Iterator[tuple[str, Iterable[bytes]]]:
-    """``inputs``, an exception it raises queued in ``pending`` (in its place) and ending it."""
-    iterator = iter(inputs)
-    while True:
-        try:
-            item = next(iterator)
-        except StopIteration:
-            return
-        except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
-            pending.append(exc)
             return
         yield item
 
@@ -172,15 +266,23 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
 
 def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
     """``lines`` in lists of ``size``, or fewer when they reach :data:`BATCH_BYTES` (the
-    last one shorter)."""
-    chunk: list[bytes] = []
-    total = 0
-    for line in lines:
-        chunk.append(line)
-        total += len(line)
-        if len(chunk) >= size or total >= BATCH_BYTES:
-            yield chunk
-            chunk = []
-            total = 0
-    if chunk:
+    last one shorter).
+
+    Lines are taken in slices (C loops, no bytecode per line): as many as could not pass
+    :data:`BATCH_BYTES` were each of them as long as a line can be read, so that a batch ends
+    within one line of the limit.
+    """
+    iterator = iter(lines)
+    while True:
+        chunk: list[bytes] = []
+        total = 0
+        while len(chunk) < size and total < BATCH_BYTES:
+            step = min(size - len(chunk), max(1, (BATCH_BYTES - total) // LINE_READ_BYTES))
+            part = list(islice(iterator, step))
+            if not part:
+                break
+            chunk += part
+            total += sum(map(len, part))
+        if not chunk:
+            return
         yield chunk

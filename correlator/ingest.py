@@ -27,16 +27,17 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, nullcontext
-from functools import partial
 from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import pyarrow as pa
 
+from correlator._line_blocks import Progress, read_line_blocks, read_lines
 from correlator._parse_workers import (
     BATCH_BYTES,
     Parsed,
+    batch_parser,
     parse_pool,
     parsed_batches,
     parsed_inputs,
@@ -44,9 +45,8 @@ from correlator._parse_workers import (
 )
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
-from correlator.model import MAX_LINE_BYTES, Event, Reject
+from correlator.model import Event, Reject
 from correlator.sources import SETTLE_LINES, Parser, Source, source
-from correlator.sources._lines import UTF8_BOM, without_bom
 from correlator.store import IngestResult, Store
 
 __all__ = [
@@ -77,13 +77,6 @@ INDEXES_AFTER_SHARE: Final = 0.25
 #: ``OSError``) for a bad header or checksum, ``EOFError`` for a stream cut short and
 #: ``zlib.error`` for damaged compressed data; a plain file only ``OSError`` (EIO).
 _READ_ERRORS: Final = (OSError, EOFError, zlib.error)
-#: The most :func:`read_lines` reads of one line: the longest line an adapter accepts
-#: (:data:`~correlator.model.MAX_LINE_BYTES`) with a ``\\r\\n``. A longer line is cut there.
-LINE_READ_BYTES: Final = MAX_LINE_BYTES + 2
-#: The rest of an over-long line is skipped in reads of this size.
-SKIP_BYTES: Final = 1024 * 1024
-
-Progress = Callable[[int], None]
 
 
 def _line_source(kind: str) -> tuple[Source, Parser]:
@@ -97,68 +90,6 @@ def _line_source(kind: str) -> tuple[Source, Parser]:
     if declared.parse is None:
         raise QueryError(f"source kind {kind!r} reads no lines ({declared.looks_like})")
     return declared, declared.parse
-
-
-def read_lines(handle: IO[bytes], progress: Progress | None = None) -> Iterator[bytes]:
-    """Lines of a binary stream without their ``\\n`` (``.gz`` handled by the caller), the
-    first without a UTF-8 byte order mark, holding no more than one line's limit in memory.
-
-    Each line is read :data:`LINE_READ_BYTES` bytes at most (``readline(size)``, which the
-    buffered and gzip readers stop at, whatever the line's length): a line that long without
-    its ``\\n`` is longer than any adapter accepts (even less a trailing ``\\r``), so it is
-    yielded cut there, for the adapter to reject as too long, and the rest of it is skipped in
-    reads of :data:`SKIP_BYTES` up to its ``\\n``. An input without newlines (a 3 GB sparse
-    file) is thus one rejected line, read with about 1 MiB of memory, not a 3 GB ``bytes``.
-
-    Args:
-        handle: the stream, read from where it is.
-        progress: called with the bytes of each line read (a skipped rest included).
-
-    Yields:
-        Each line without its ``\\n``; an over-long one cut to :data:`LINE_READ_BYTES`.
-    """
-    limit = LINE_READ_BYTES
-    readline = handle.readline
-    first = readline(limit + len(UTF8_BOM))  # the mark is not part of the line
-    if not first:
-        return
-    if progress is not None:
-        progress(len(first))
-    line = without_bom(first)
-    if first[-1:] == b"\n":
-        yield line[:-1]
-    else:
-        if len(first) == limit + len(UTF8_BOM):
-            _skip_line(readline, progress)
-        yield line
-    # Two loops, so that reading without progress tests nothing more per line.
-    if progress is None:
-        for line in iter(partial(readline, limit), b""):
-            if line[-1:] == b"\n":
-                yield line[:-1]
-            else:  # the last line without a newline, or an over-long one
-                if len(line) == limit:
-                    _skip_line(readline, None)
-                yield line
-        return
-    for line in iter(partial(readline, limit), b""):
-        progress(len(line))
-        if line[-1:] == b"\n":
-            yield line[:-1]
-        else:
-            if len(line) == limit:
-                _skip_line(readline, progress)
-            yield line
-
-
-def _skip_line(readline: Callable[[int], bytes], progress: Progress | None) -> None:
-    """Read past the rest of a line, up to and including its ``\\n`` (or the end)."""
-    while True:
-        part = readline(SKIP_BYTES)
-        if progress is not None:
-            progress(len(part))
-        if not part or part[-1:] == b"\n":
-            return
 
 
 def _file_lines(
@@ -175,17 +106,24 @@ def _file_lines(
         handle: the file, opened by :func:`_open`.
         path: its path, for the reject.
         kind: the source kind, for the reject.
-        progress: called with the bytes of each line read.
+        progress: called with the bytes of each read.
         damage: receives the reject, if any.
 
-    Yields:
+    Returns:
         Lines without their ``\\n``, as :func:`read_lines`.
     """
+    return chain.from_iterable(_file_blocks(handle, path, kind, progress, damage))
+
+
+def _file_blocks(
+    handle: IO[bytes], path: Path, kind: str, progress: Progress | None, damage: list[Reject]
+) -> Iterator[list[bytes]]:
+    """:func:`_file_lines` a block of lines at a time."""
     lines_read = 0
     try:
-        for line in read_lines(handle, progress):
-            lines_read += 1
-            yield line
+        for block in read_line_blocks(handle, progress):
+            lines_read += len(block)
+            yield block
     except _READ_ERRORS as exc:
         reason = _read_failure(path, lines_read, exc)
         damage.append(Reject(kind, str(path), lines_read + 1, reason, ""))
@@ -356,10 +294,12 @@ def _ingest_settled(
     pool: Executor | None,
 ) -> IngestResult:
     """:func:`ingest_lines` once the source has settled what the input's first lines decide."""
-    if declared.columns is not None:
-        columns = partial(declared.columns, **values) if values else declared.columns
+    parse_batch = batch_parser(declared, values)
+    if parse_batch is not None:
         with store.bulk():
-            return _store_batches(store, parsed_batches(columns, lines, origin, batch_events, pool))
+            return _store_batches(
+                store, parsed_batches(parse_batch, lines, origin, batch_events, pool)
+            )
     items = parse(lines, origin, **values)
     span = _Span()
     if declared.after_commit is not None:
@@ -506,7 +446,7 @@ def ingest_paths(
     for path in paths:  # and so does a FIFO, a directory or a device among the paths
         _refuse_irregular(path)
     values = dict(options or {})
-    columns = declared.columns
+    parse_batch = batch_parser(declared, values)
     sizes = [_size(path) for path in paths]
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
@@ -517,15 +457,14 @@ def ingest_paths(
     # Workers parse batches of an input from its middle: a source that settles something
     # from each input's first lines is parsed here, input by input.
     if (
-        columns is not None
+        parse_batch is not None
         and declared.settle is None
         and workers > 1
         and sum(sizes) >= PARALLEL_MIN_BYTES
     ):
-        if values:
-            columns = partial(columns, **values)
-        with loading, parse_pool(workers) as pool:
-            stream = parsed_inputs(columns, inputs, BATCH_EVENTS, pool)
+        threads = declared.table is not None
+        with loading, parse_pool(workers, threads=threads) as pool:
+            stream = parsed_inputs(parse_batch, inputs, BATCH_EVENTS, pool)
             for index in range(len(paths)):
                 with store.bulk():
                     result.add(_store_batches(store, until_input_end(stream)))

@@ -41,8 +41,18 @@ def _imports(path: Path) -> Iterator[tuple[str, str, int]]:
                 yield alias.name, "", node.lineno
 
 
+def _compiled(package: str) -> set[str]:
+    """The package's C extension modules (a ``.c`` source each, ``setup.py``): leaves, which
+    import nothing of the package."""
+    return {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in (ROOT / package).rglob("*.c")
+    }
+
+
 def _graph(package: str) -> dict[str, set[str]]:
     modules = _modules(package)
+    compiled = _compiled(package)
 
     def owner(name: str) -> str | None:
         while name and name not in modules:
@@ -56,6 +66,8 @@ def _graph(package: str) -> dict[str, set[str]]:
             if module.split(".")[0] != package:
                 continue
             full = f"{module}.{imported}" if imported else module
+            if full in compiled or module in compiled:
+                continue
             target = full if full in modules else owner(module)
             if target and target != name:
                 targets.add(target)

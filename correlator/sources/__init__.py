@@ -32,6 +32,7 @@ from correlator.sources._source import (
     Reader,
     Settle,
     Source,
+    Table,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "Reader",
     "Settle",
     "Source",
+    "Table",
     "environ_values",
     "file_kinds",
     "flag_values",

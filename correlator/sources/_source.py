@@ -21,6 +21,8 @@ from correlator.model import Event, Reject
 from correlator.sources._time import parse_zone
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from correlator.store import Store
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "Reader",
     "Settle",
     "Source",
+    "Table",
     "read_zone",
 ]
 
@@ -49,6 +52,12 @@ Columns = Callable[..., tuple[dict[str, list[Any]], list[Reject]]]
 path, one list per column of the ``events`` table, without an :class:`Event` per line. It is
 handed to worker processes, so it must be picklable: a module-level function, or a
 ``functools.partial`` of one."""
+
+Table = Callable[..., tuple["pa.Table", list[Reject]]]
+"""``table(lines, origin, *, start_line, **options) -> (table, rejects)``: the columnar path
+straight into the ``events`` table's Arrow table (``_schema.events_table``'s schema, rows in
+any order). Its heavy part runs without the GIL, so ingest runs it in threads, not worker
+processes: no lines or tables cross a process boundary."""
 
 Settle = Callable[[Sequence[bytes], Mapping[str, Any]], tuple[dict[str, Any], str | None]]
 """``settle(head, values) -> (values, note)``: what a source decides from an input's first
@@ -152,6 +161,8 @@ class Source:
             source that has none (``loki``).
         columns: its columnar parser, when it has one: ingests take it (and, for large files,
             worker processes run it).
+        table: its path straight into an Arrow table, when it has one: ingests prefer it to
+            ``columns`` (and, for large files, threads run it).
         options: the settings its parser takes as keywords (nginx's zone).
         reader: how it is read when not from lines (loki: a query; workflow: an audit table).
         settle: what to decide from each input's first lines before reading it (the text
@@ -170,6 +181,7 @@ class Source:
     looks_like: str
     parse: Parser | None = None
     columns: Columns | None = None
+    table: Table | None = None
     options: tuple[Option, ...] = ()
     reader: Reader | None = None
     settle: Settle | None = None

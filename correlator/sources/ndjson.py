@@ -24,10 +24,10 @@ normalisation from ``_fields``: the other adapters share them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -36,24 +36,27 @@ from correlator.sources._lines import excerpt, hasher, unreadable
 from correlator.sources._record import JSON_TYPES, Row, record_row_positional
 from correlator.sources._source import Source
 
-__all__ = ["AGENT", "NDJSON", "parse", "parse_agent", "parse_columns"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["AGENT", "NDJSON", "parse", "parse_agent", "parse_columns", "parse_table"]
 
 _CHUNK_ROWS: Final = 1024
 
 
 def _rows(
-    lines: Iterable[bytes],
+    numbered: Iterable[tuple[int, bytes]],
     origin: str,
     default_layer: str | None,
     source: str,
-    start_line: int,
     attrs_json: bool,
 ) -> Iterator[Row | Reject]:
-    """The shared loop of :func:`parse` and :func:`parse_columns`: rows or rejects."""
+    """The shared loop of :func:`parse` and :func:`parse_columns`: rows or rejects, of lines
+    given with their numbers."""
     base = hasher(source)
     loads = orjson.loads
     from_bytes = int.from_bytes
-    for line_no, line in enumerate(lines, start_line):
+    for line_no, line in numbered:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > MAX_LINE_BYTES:
@@ -118,7 +121,7 @@ def parse(
         skipped. An integer past 64 bits is in the event's ``attrs`` as its decimal text
         (:mod:`~correlator.sources._record` says why and how).
     """
-    for item in _rows(lines, origin, default_layer, source, start_line, False):
+    for item in _rows(enumerate(lines, start_line), origin, default_layer, source, False):
         if type(item) is tuple:
             yield Event(*item)
         else:
@@ -171,10 +174,17 @@ def parse_columns(
     Returns:
         One list per name of :data:`~correlator.model.EVENT_COLUMNS`, and the rejects.
     """
+    return _columns(enumerate(lines, start_line), origin, default_layer, source)
+
+
+def _columns(
+    numbered: Iterable[tuple[int, bytes]], origin: str, default_layer: str | None, source: str
+) -> tuple[dict[str, list[Any]], list[Reject]]:
+    """:func:`parse_columns` of lines given with their numbers."""
     columns: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
     extends = [column.extend for column in columns]
     rejects: list[Reject] = []
-    items = _rows(lines, origin, default_layer, source, start_line, True)
+    items = _rows(numbered, origin, default_layer, source, True)
     # Rows are transposed a chunk at a time: one pass over a million rows per column would
     # walk memory 27 times; a chunk stays in the CPU cache.
     while chunk := list(islice(items, _CHUNK_ROWS)):
@@ -187,6 +197,30 @@ def parse_columns(
     return dict(zip(EVENT_COLUMNS, columns, strict=True)), rejects
 
 
+def parse_table(
+    lines: Sequence[bytes],
+    origin: str,
+    *,
+    default_layer: str | None = None,
+    source: str = "ndjson",
+    start_line: int = 1,
+) -> tuple[pa.Table, list[Reject]]:
+    """Read record-schema JSON lines straight into the ``events`` table's Arrow table.
+
+    The same rows as :func:`parse_columns`, mapped natively where the compiled mapping is
+    certain and by the same Python mapping elsewhere (``_record_batch``); the native part
+    runs without the GIL, so ingest maps batches in threads while it stores. Its arguments
+    are :func:`parse_columns`'.
+
+    Returns:
+        The table (rows in no particular order) and the rejects.
+    """
+    # Imported here: pyarrow costs every CLI command's start ~0.1 s, and only ingest needs it.
+    from correlator.sources._record_batch import record_table
+
+    return record_table(_columns, lines, origin, default_layer, source, start_line)
+
+
 AGENT: Final = Source(
     "agent",
     'JSON lines written by agent_logging: {"ts":"2026-11-22T13:11:19.123456789Z",'
@@ -194,6 +228,7 @@ AGENT: Final = Source(
     '"node_id":"n-17",...}',
     parse=parse_agent,
     columns=partial(parse_columns, source="agent"),
+    table=partial(parse_table, source="agent"),
     guessed=False,  # ndjson reads the same lines: the guess names the general kind
 )
 NDJSON: Final = Source(
@@ -202,4 +237,5 @@ NDJSON: Final = Source(
     "identifiers, error={type,message,chain}) from any program; one parser with agent",
     parse=parse,
     columns=parse_columns,
+    table=parse_table,
 )

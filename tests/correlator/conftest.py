@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
@@ -55,24 +56,38 @@ def now_ns() -> int:
 class RecordingPool(Executor):
     """A worker pool of ``ingest.parse_pool`` that records what it was given and where it ran."""
 
-    def __init__(self, workers: int | None) -> None:
+    def __init__(self, workers: int | None, threads: bool) -> None:
         self.workers = workers
-        self.pool = _parse_pool(workers)
+        self.threads = threads
+        self.pool = _parse_pool(workers, threads=threads)
         self.submitted = 0
-        #: The process ids that ran a batch (``os.getpid`` asked of the pool after each).
-        self.pids: set[int] = set()
+        #: The (process id, thread id) pairs that ran a batch (asked of the pool after each).
+        self.runners: set[tuple[int, int]] = set()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         self.submitted += 1
         future = self.pool.submit(fn, *args, **kwargs)
-        self.pids.add(self.pool.submit(os.getpid).result())
+        self.runners.add(self.pool.submit(_runner).result())
         return future
+
+    def ran_elsewhere(self) -> bool:
+        """Whether every batch ran in a worker: another process, or another thread."""
+        here = _runner()
+        if self.threads:
+            return bool(self.runners) and all(
+                pid == here[0] and thread != here[1] for pid, thread in self.runners
+            )
+        return bool(self.runners) and all(pid != here[0] for pid, _ in self.runners)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.pool.shutdown(wait, cancel_futures=cancel_futures)
 
     def __repr__(self) -> str:
         return f"RecordingPool(workers={self.workers}, submitted={self.submitted})"
+
+
+def _runner() -> tuple[int, int]:
+    return os.getpid(), threading.get_ident()
 
 
 _parse_pool = ingest.parse_pool
@@ -83,8 +98,8 @@ def started_pools(monkeypatch: pytest.MonkeyPatch) -> list[RecordingPool]:
     """The worker pools ingest starts (``parse_pool``), in order, each recording its batches."""
     pools: list[RecordingPool] = []
 
-    def recording(workers: int | None = None) -> RecordingPool:
-        pools.append(RecordingPool(workers))
+    def recording(workers: int | None = None, *, threads: bool = False) -> RecordingPool:
+        pools.append(RecordingPool(workers, threads))
         return pools[-1]
 
     monkeypatch.setattr("correlator.ingest.parse_pool", recording)

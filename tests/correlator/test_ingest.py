@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import gzip
 import io
-import os
 import tracemalloc
 from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
@@ -19,6 +19,7 @@ from correlator.cli import main
 from correlator.errors import InputError
 from correlator.ingest import ingest_lines, ingest_paths, parse_pool, read_lines
 from correlator.model import MAX_LINE_BYTES, Event
+from correlator.sources import source
 from correlator.store import Store
 from tests.correlator.conftest import RecordingPool
 
@@ -264,9 +265,18 @@ def test_the_cli_reports_a_truncated_gz_like_other_rejects(
 
 
 @pytest.mark.integration
-def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
+@pytest.mark.parametrize("threads", [True, False], ids=["threads", "processes"])
+def test_a_truncated_gz_parsed_by_workers_keeps_what_came_before(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    started_pools: list[RecordingPool],
+    threads: bool,
 ) -> None:
+    # agent's native table path runs in threads; a source with only a columnar parser (the
+    # same source without its table path here) in worker processes.
+    if not threads:
+        columns_only = dataclasses.replace(source("agent"), table=None)
+        monkeypatch.setattr("correlator.ingest.source", lambda kind: columns_only)
     damaged = tmp_path / "agent.jsonl.gz"
     damaged.write_bytes(TWO_LINES + GZIP_HEADER)
     # Exactly at the threshold: to the workers (one byte less stays in process, above).
@@ -276,8 +286,8 @@ def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
         rejects = _contents(store)[1]
     assert (result.accepted, result.duplicate, sum(result.rejected.values())) == (2, 0, 1)
     (pool,) = started_pools
-    assert (pool.workers, pool.submitted) == (2, 1)  # one batch, parsed by a worker
-    assert pool.pids and os.getpid() not in pool.pids
+    assert (pool.workers, pool.submitted, pool.threads) == (2, 1, threads)  # one batch
+    assert pool.ran_elsewhere()
     assert rejects == [
         (
             "agent",
@@ -290,12 +300,13 @@ def test_a_truncated_gz_parsed_by_worker_processes_keeps_what_came_before(
 
 
 class _FailingDisk(io.BytesIO):
-    """A file whose second line cannot be read (``EIO``: a failing disk or network mount)."""
+    """A file whose second line cannot be read (``EIO``: a failing disk or network mount):
+    its first read returns the first line, the next one fails."""
 
-    def readline(self, size: int | None = -1, /) -> bytes:
+    def read1(self, size: int = -1, /) -> bytes:
         if self.tell() > 0:
             raise OSError(errno.EIO, "Input/output error")
-        return super().readline(size)
+        return super().read1(self.getvalue().index(b"\n") + 1)
 
 
 def test_a_file_that_fails_to_read_keeps_what_came_before(
@@ -558,10 +569,12 @@ LIMIT = MAX_LINE_BYTES
         pytest.param(b"z\n" + b"x" * (LIMIT + 2) + b"\nz", [1, LIMIT + 2, 1], id="cut"),
         pytest.param(b"z\n" + b"x" * (3 * LIMIT) + b"\nz\n", [1, LIMIT + 2, 1], id="skipped"),
         pytest.param(b"z\n" + b"x" * (3 * LIMIT), [1, LIMIT + 2], id="cut-to-the-end"),
-        # The first line is read 3 bytes further: a byte order mark is no part of it.
+        # A byte order mark is no part of the first line, which is cut as any other.
         pytest.param(b"\xef\xbb\xbf" + b"x" * LIMIT + b"\nz", [LIMIT, 1], id="mark"),
         pytest.param(b"\xef\xbb\xbf" + b"x" * (3 * LIMIT), [LIMIT + 2], id="mark-then-cut"),
-        pytest.param(b"x" * (3 * LIMIT) + b"\nz", [LIMIT + 5, 1], id="first-cut"),
+        pytest.param(b"x" * (3 * LIMIT) + b"\nz", [LIMIT + 2, 1], id="first-cut"),
+        # Read a block at a time: a line across blocks, a mark split across reads.
+        pytest.param(b"z\n" * 700_000 + b"x\n", [1] * 700_001, id="many-blocks"),
     ],
 )
 def test_read_lines_cuts_a_line_past_the_limit(data: bytes, lengths: list[int]) -> None:
@@ -574,6 +587,27 @@ def test_read_lines_cuts_a_line_past_the_limit(data: bytes, lengths: list[int]) 
     assert sum(progress) == len(data)
     assert _read(data) == lines
     assert all(line.strip(b"x") in (b"", b"z", b"zz", b"\r") for line in lines)
+
+
+class _Trickle(io.BytesIO):
+    """A stream that gives two bytes a read (a pipe, a slow request body)."""
+
+    def read1(self, size: int = -1, /) -> bytes:
+        return super().read1(2)
+
+
+@pytest.mark.parametrize(
+    ("data", "lines"),
+    [
+        pytest.param(b"\xef\xbb\xbfab\ncd\r\n\nef", [b"ab", b"cd\r", b"", b"ef"], id="mark"),
+        pytest.param(b"\xef\xbb", [b"\xef\xbb"], id="part-of-a-mark"),
+        pytest.param(b"a\xef\xbb\xbf\n", [b"a\xef\xbb\xbf"], id="a-mark-inside"),
+    ],
+)
+def test_read_lines_joins_lines_across_reads(data: bytes, lines: list[bytes]) -> None:
+    progress: list[int] = []
+    assert list(read_lines(_Trickle(data), progress.append)) == lines
+    assert sum(progress) == len(data)
 
 
 def _recording(store: Store, name: str, size: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:

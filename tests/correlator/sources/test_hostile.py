@@ -5,8 +5,10 @@ otherwise good record, between two good records.
 Whatever the input, a source must not raise, must give each reject a reason, must keep the
 good records around the bad ones, and must read with memory bounded by the input's size (the
 peak of what Python allocates while parsing, by ``tracemalloc``). Sources: every kind of
-``correlator.sources.file_kinds()`` through its parser, the columnar parser of the NDJSON
-kinds (the bulk ingest path), and the ``loki`` source's mapping of entries.
+``correlator.sources.file_kinds()`` through its parser, the columnar parser and the table path
+of the NDJSON kinds (the bulk ingest's: the native mapping and the Python one for what it
+declines), and the ``loki`` source's mapping of entries. ``tracemalloc`` sees what Python
+allocates, not the native mapping's own buffers (sized by the batch).
 """
 
 from __future__ import annotations
@@ -109,6 +111,20 @@ def _columns(kind: str) -> Source:
     return prepare
 
 
+def _table(kind: str) -> Callable[[list[bytes]], Callable[[], Outcome]]:
+    """The NDJSON kinds' table path (the native mapping, the Python one for what it
+    declines): what a bulk ingest runs."""
+
+    def prepare(lines: list[bytes]) -> Callable[[], Outcome]:
+        def run() -> Outcome:
+            table, rejects = ndjson.parse_table(lines, "hostile", source=kind)
+            return table.column("hash").to_pylist(), rejects
+
+        return run
+
+    return prepare
+
+
 class _Loki:
     """A Loki client that has the entries already: what is measured is the source's mapping
     of them, not the client's reading of an answer."""
@@ -136,6 +152,8 @@ SOURCES: Final[dict[str, tuple[str, Source]]] = {
     **{kind: (kind, _file_kind(kind)) for kind in FILE_KINDS},
     "ndjson-columns": ("ndjson", _columns("ndjson")),
     "agent-columns": ("agent", _columns("agent")),
+    "ndjson-table": ("ndjson", _table("ndjson")),
+    "agent-table": ("agent", _table("agent")),
     "loki": ("loki", _loki),
 }
 

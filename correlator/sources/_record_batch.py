@@ -1,0 +1,110 @@
+"""A batch of record-schema JSON lines as the ``events`` table's Arrow table, mapped natively.
+
+The ``ndjson``/``agent`` adapters' bulk path. ``_record_native`` (C, built with the package)
+maps each line it can map with certainty in one pass without the GIL: the JSON, every check
+and column of :func:`~correlator.sources._record.record_row_positional`, the attrs as orjson
+writes them, and the content hash, into Arrow buffers. Every other line (a reject, a field the
+mapping rewrites or refuses, a float orjson would write in another form, an integer past 64
+bits...) it *declines*, and the Python mapping, the reference, maps it here or names why it is
+refused. So the table holds the rows the Python path gives, hashes included; only their order
+differs (the declined lines' rows come last), which the store's insert does not keep anyway.
+``tests/correlator/sources/test_record_native.py`` feeds both paths the same generated and
+hostile lines.
+
+Without the compiled module (a checkout used without installing it) :func:`record_table` maps
+every line in Python, and :data:`NATIVE` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
+
+import pyarrow as pa
+
+from agent_logging.schema import MAX_ID_LENGTH
+from correlator._schema import EVENTS_SCHEMA, events_table
+from correlator.model import EVENT_COLUMNS, LAYERS, LEVELS, MAX_LINE_BYTES, OWNER_LAYERS, Reject
+from correlator.sources._fields import LEVEL_WORDS
+
+if TYPE_CHECKING:
+    from correlator.sources._record_native import Buffers
+
+__all__ = ["NATIVE", "NumberedColumns", "record_table"]
+
+_native: ModuleType | None
+try:
+    from correlator.sources import _record_native as _native
+except ImportError:  # pragma: no cover - CI builds it; a bare checkout may not have
+    _native = None
+
+#: Whether the compiled mapping is there (``pip install -e .`` builds it).
+NATIVE: Final = _native is not None
+
+NumberedColumns = Callable[
+    [Sequence[tuple[int, bytes]], str, str | None, str],
+    tuple[dict[str, list[Any]], list[Reject]],
+]
+"""``columns(numbered, origin, default_layer, source)``: the Python mapping of numbered lines
+into columns (``ndjson``'s), for the lines the native one declines."""
+
+if _native is not None:
+    _LEVEL_NAMES = list(LEVELS)
+    _native.configure(
+        LAYERS,
+        OWNER_LAYERS,
+        _LEVEL_NAMES,
+        {word: _LEVEL_NAMES.index(level) for word, level in LEVEL_WORDS.items()},
+        MAX_ID_LENGTH,
+        MAX_LINE_BYTES,
+    )
+
+
+def _arrow(rows: int, buffers: dict[str, Buffers]) -> pa.Table:
+    """The table of the native mapping's column buffers (no copy: Arrow takes the bytes)."""
+    arrays = []
+    for name in EVENT_COLUMNS:
+        validity, offsets, values, nulls = buffers[name]
+        kind = EVENTS_SCHEMA.field(name).type
+        parts = [None if validity is None else pa.py_buffer(validity)]
+        if offsets is not None:
+            parts.append(pa.py_buffer(offsets))
+        parts.append(pa.py_buffer(values))
+        arrays.append(pa.Array.from_buffers(kind, rows, parts, null_count=nulls))
+    return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+
+
+def record_table(
+    columns: NumberedColumns,
+    lines: Sequence[bytes],
+    origin: str,
+    default_layer: str | None,
+    source: str,
+    start_line: int,
+) -> tuple[pa.Table, list[Reject]]:
+    """One batch of lines as a table of the ``events`` schema, and its rejects.
+
+    Args:
+        columns: the Python mapping, for the lines the native one declines (all of them
+            without it).
+        lines: raw lines without their ``\\n``.
+        origin: the file path (or ``http``).
+        default_layer: the layer of records that name none.
+        source: ``ndjson`` or ``agent``.
+        start_line: the number of the first line.
+
+    Returns:
+        The rows (those the Python mapping made last) and the rejects, which only the Python
+        mapping makes.
+    """
+    if _native is None:
+        parsed, rejects = columns(list(enumerate(lines, start_line)), origin, default_layer, source)
+        return events_table(parsed), rejects
+    rows, buffers, declined = _native.map_lines(lines, source, origin, default_layer)
+    table = _arrow(rows, buffers)
+    if not declined:
+        return table, []
+    numbered = [(start_line + index, lines[index]) for index in declined]
+    parsed, rejects = columns(numbered, origin, default_layer, source)
+    return pa.concat_tables([table, events_table(parsed)]), rejects
