@@ -238,8 +238,9 @@ def parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="processes that parse the files once they add up to 64 MiB"
-        " (default: one per core, at most 4; 1 parses in this process)",
+        help="workers that parse the files once they add up to 64 MiB: threads for ndjson and"
+        " agent (their native mapping runs without the GIL), processes for the other kinds"
+        " (default: one per core, at most 4; 1 parses in the main thread)",
     )
     for _, option in sources.options():
         ingest.add_argument(option.flag, dest=option.dest, metavar=option.metavar, help=option.help)

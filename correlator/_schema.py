@@ -35,10 +35,10 @@ _TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
     "source": ("VARCHAR NOT NULL", pa.string()),
     "origin": ("VARCHAR", pa.string()),
     "message": ("VARCHAR", pa.string()),
-    # zstd rather than DuckDB's own choice (dictionary + FSST) for the largest column: about
-    # 40 % less CPU to store and 60 % smaller, one row read back 0.1 ms slower
-    # (benchmarks/RESULTS.md, "raw compressed with zstd").
-    "raw": ("VARCHAR USING COMPRESSION zstd", pa.string()),
+    # DuckDB's own choice (dictionary + FSST), not zstd: zstd stores 10^7 raw lines in 10 s
+    # less of a 64 s ingest, but a timeline decompresses whole zstd segments for the few rows
+    # it reads (p95 253-262 ms against 110 at 10^7: benchmarks/RESULTS.md, issue 26).
+    "raw": ("VARCHAR", pa.string()),
     "hash": ("BIGINT NOT NULL", pa.int64()),
     "service": ("VARCHAR", pa.string()),
     "level": ("VARCHAR", pa.string()),

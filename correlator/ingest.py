@@ -10,13 +10,14 @@ end: :func:`read_lines`), and a batch ends at :data:`BATCH_EVENTS` lines, events
 alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular files (a FIFO,
 a directory, a device) are refused before anything is read.
 A source's parser, its options and what follows a commit are its declaration's
-(``correlator.sources``): a source with a columnar parser (NDJSON) takes that path (no Event
-objects at all), and on request large files of those kinds are parsed by worker processes
-while the main process stores what they return (``_parse_workers``: the parser is pure Python
-and the slower half of an NDJSON ingest); a source with an ``after_commit`` (nginx's linking)
-has it called with the time each input covers once that input is committed. A large load
-into an empty or small store builds the identifier indexes once at its end rather than
-keeping them up row by row (:func:`ingest_paths`).
+(``correlator.sources``): a source with a table path or a columnar parser (NDJSON) takes it
+(no Event objects at all), and on request large files of those kinds are parsed by workers
+while the main thread stores what they return (``_parse_workers``): threads for a table path
+(NDJSON's native mapping, which releases the GIL), processes for a columnar parser in pure
+Python; a reading thread reads the files ahead of them. A source with an ``after_commit``
+(nginx's linking) has it called with the time each input covers once that input is
+committed. A large load into an empty or small store builds the identifier indexes once at
+its end rather than keeping them up row by row (:func:`ingest_paths`).
 """
 
 from __future__ import annotations
@@ -416,13 +417,14 @@ def ingest_paths(
 ) -> IngestResult:
     """Ingest files (``-`` is not a path here: the CLI passes stdin itself).
 
-    With ``workers`` > 1, files of a kind with a columnar parser are parsed by that many
-    worker processes (:func:`parse_pool`) when they add up to :data:`PARALLEL_MIN_BYTES` or
-    more: started once for all of them, and running ahead from one file into the next
+    With ``workers`` > 1, files of a kind with a table path or a columnar parser are parsed
+    by that many workers (:func:`parse_pool`) when they add up to :data:`PARALLEL_MIN_BYTES`
+    or more: started once for all of them, and running ahead from one file into the next
     (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored.
-    Opt-in: they are ``spawn``ed, which re-imports the caller's ``__main__`` module, so the
-    program must guard its entry point with ``if __name__ == "__main__":`` (as
-    ``multiprocessing`` requires). Each file is still its own transaction.
+    A table path (ndjson, agent) runs in threads. A columnar parser runs in worker processes,
+    which are ``spawn``ed: that re-imports the caller's ``__main__`` module, so the program
+    must guard its entry point with ``if __name__ == "__main__":`` (as ``multiprocessing``
+    requires). Each file is still its own transaction.
 
     A file that cannot be read to its end (a truncated or damaged ``.gz``) keeps the lines
     read before the damage and adds a reject saying where reading stopped and why (counted in
@@ -434,7 +436,7 @@ def ingest_paths(
 
     Args:
         progress: ``progress(path, size_bytes)`` returns a callback taking bytes read.
-        workers: parse the files in this many worker processes (when they are large enough).
+        workers: parse the files in this many workers (when they are large enough).
         options: the values of the source's options by name, as in :func:`ingest_lines`
             (passed to worker processes too: they must be picklable).
 

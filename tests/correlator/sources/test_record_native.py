@@ -313,7 +313,8 @@ def _edge_lines() -> list[bytes]:
         numbers.append(f"{rng.choice(['', '-'])}{digits[:at] or '0'}.{digits[at:] or '0'}")
         numbers.append(repr(rng.uniform(-1e6, 1e6) / 10 ** rng.randrange(12)))
     base = orjson.dumps(_BASE)[:-1]
-    lines.extend(base + b',"n":' + number.encode() + b"}" for number in numbers)
+    for key in (b"n", b"duration_s"):  # kept as written in attrs; read as a float's value
+        lines.extend(base + b',"' + key + b'":' + number.encode() + b"}" for number in numbers)
     return lines
 
 
