@@ -5,7 +5,7 @@
  * and appends the row to Arrow column buffers. A line it is not certain of (not an object,
  * not valid UTF-8, a key with an escape, a repeated key, a float orjson would write in another
  * form, an integer past 64 bits, a field the mapping refuses or rewrites, nesting deeper than
- * MAX_DEPTH) is *declined*: its index is returned and the Python mapping, the reference,
+ * NATIVE_DEPTH) is *declined*: its index is returned and the Python mapping, the reference,
  * maps it or names why it is refused. So every row this module writes is one the Python path
  * writes identically, hash included (tests/correlator/sources/test_record_native.py feeds both
  * the same generated and hostile lines); it never produces a reject itself.
@@ -17,6 +17,10 @@
  * are handed over by configure(), from agent_logging.schema and _fields, so they have one
  * home. BLAKE2b follows RFC 7693 (digest size 8, the source kind as personalisation, as
  * _lines.hasher sets up hashlib's).
+ *
+ * Memory: per line, one scratch buffer reserved for three times the line (renderings, decoded
+ * texts and attrs fit in it, so pointers into it stay valid while the row is built); per
+ * batch, the column buffers, sized from the batch's bytes at the start.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
