@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck source=/dev/null
 source .venv/bin/activate
-# The install also compiles the native record mapping (correlator/sources/_record_native.c)
+# The install also compiles the native record mapping (correlator/sources/native/*.c)
 # with the machine's C compiler and Python's headers: as root, they are installed when missing
 # (python.org and pyenv builds carry their headers; Debian's python3 needs python3-dev). A
 # change to the C source installs again.
@@ -25,7 +25,7 @@ fi
 if ! python -c "import agent_logging, structlog, orjson, pytest, fastapi" 2>/dev/null \
         || ! python -c "import correlator.sources._record_native" 2>/dev/null \
         || [ pyproject.toml -nt .venv/.installed ] \
-        || [ correlator/sources/_record_native.c -nt .venv/.installed ]; then
+        || [ -n "$(find correlator/sources/native -newer .venv/.installed -print -quit)" ]; then
     python -m pip install --quiet --upgrade pip
     python -m pip install --quiet -e '.[dev]'
     touch .venv/.installed

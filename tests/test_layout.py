@@ -42,11 +42,12 @@ def _imports(path: Path) -> Iterator[tuple[str, str, int]]:
 
 
 def _compiled(package: str) -> set[str]:
-    """The package's C extension modules (a ``.c`` source each, ``setup.py``): leaves, which
-    import nothing of the package."""
+    """The package's compiled modules (a typed stub, ``.pyi``, with no ``.py`` beside it: the
+    C of ``setup.py``): leaves, which import nothing of the package."""
     return {
         ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        for path in (ROOT / package).rglob("*.c")
+        for path in (ROOT / package).rglob("*.pyi")
+        if not path.with_suffix(".py").exists()
     }
 
 

@@ -1,4 +1,4 @@
-"""The interface of ``_record_native.c`` (the record mapping for the common JSON line)."""
+"""The interface of ``correlator/sources/native/`` (the record mapping for the common JSON line)."""
 
 from collections.abc import Mapping, Sequence
 

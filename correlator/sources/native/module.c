@@ -1,0 +1,329 @@
+/* correlator.sources._record_native: the record mapping of correlator/sources/_record.py for
+ * the common line, in one native pass (setup.py builds this folder into that module).
+ *
+ * map_lines() takes a batch of JSON lines and, for each line it can map with certainty, does
+ * what the Python path does (orjson.loads, record_row_positional, the blake2b content hash)
+ * and appends the row to Arrow column buffers. A line it is not certain of (not an object,
+ * not valid UTF-8, a key with an escape, a repeated key, a float orjson would write in another
+ * form, an integer past 64 bits, a field the mapping refuses or rewrites, nesting deeper than
+ * NATIVE_DEPTH) is *declined*: its index is returned and the Python mapping, the reference,
+ * maps it or names why it is refused. So every row this module writes is one the Python path
+ * writes identically, hash included (tests/correlator/sources/test_record_native.py feeds both
+ * the same generated and hostile lines); it never produces a reject itself.
+ *
+ * The mapping runs without the GIL: a batch mapped in one thread overlaps the store's insert
+ * of the previous one (DuckDB releases the GIL too).
+ *
+ * The tables it checks against (layers, owner layers, level words, the identifier length)
+ * are handed over by configure(), from agent_logging.schema and _fields, so they have one
+ * home. BLAKE2b follows RFC 7693 (digest size 8, the source kind as personalisation, as
+ * _lines.hasher sets up hashlib's).
+ *
+ * Memory: per line, one scratch buffer reserved for three times the line (renderings, decoded
+ * texts and attrs fit in it, so pointers into it stay valid while the row is built); per
+ * batch, the column buffers, sized from the batch's bytes at the start.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blake2b.h"
+#include "columns.h"
+#include "json_reader.h"
+#include "record.h"
+
+static size_t MAX_LINE_BYTES;
+static int CONFIGURED;
+
+enum {
+    C_TS_NS, C_LAYER, C_SOURCE, C_ORIGIN, C_MESSAGE, C_RAW, C_HASH, C_SERVICE, C_LEVEL,
+    C_NODE_ID, C_NODE_INSTANCE_ID, C_CORRELATION_ID, C_ALLOCATION_ID, C_WORKFLOW_ID,
+    C_TRACE_ID, C_SPAN_ID, C_HTTP_METHOD, C_HTTP_PATH, C_HTTP_STATUS, C_DURATION_S,
+    C_OWNER_HINT, C_ERROR_TYPE, C_ENTITY_KIND, C_ENTITY_ID, C_STATE_FROM, C_STATE_TO, C_ATTRS,
+    N_COLUMNS
+};
+
+/* The events table's columns, in _schema's order (the Python side checks the names). */
+static const char *COLUMN_NAMES[N_COLUMNS] = {
+    "ts_ns", "layer", "source", "origin", "message", "raw", "hash", "service", "level",
+    "node_id", "node_instance_id", "correlation_id", "allocation_id", "workflow_id",
+    "trace_id", "span_id", "http_method", "http_path", "http_status", "duration_s",
+    "owner_hint", "error_type", "entity_kind", "entity_id", "state_from", "state_to", "attrs",
+};
+
+static int put_text(Column *c, Text t) { return col_text(c, t.text, t.len); }
+
+static int append_row(Column *cols, const Row *row, Text source, Text origin, Text raw) {
+    int rc = 0;
+    rc |= col_fixed(&cols[C_TS_NS], &row->ts_ns, 8, 1);
+    rc |= put_text(&cols[C_LAYER], row->layer);
+    rc |= put_text(&cols[C_SOURCE], source);
+    rc |= put_text(&cols[C_ORIGIN], origin);
+    rc |= put_text(&cols[C_MESSAGE], row->message);
+    rc |= put_text(&cols[C_RAW], raw);
+    rc |= col_fixed(&cols[C_HASH], &row->hash, 8, 1);
+    rc |= put_text(&cols[C_SERVICE], row->service);
+    rc |= put_text(&cols[C_LEVEL], row->level);
+    for (int k = 0; k < 5; k++) rc |= put_text(&cols[C_NODE_ID + k], row->ids[k]);
+    rc |= put_text(&cols[C_TRACE_ID], row->trace_id);
+    rc |= put_text(&cols[C_SPAN_ID], row->span_id);
+    rc |= put_text(&cols[C_HTTP_METHOD], row->method);
+    rc |= put_text(&cols[C_HTTP_PATH], row->path);
+    int32_t status = (int32_t)row->status;
+    rc |= col_fixed(&cols[C_HTTP_STATUS], &status, 4, row->has_status);
+    rc |= col_fixed(&cols[C_DURATION_S], &row->duration, 8, row->has_duration);
+    rc |= put_text(&cols[C_OWNER_HINT], row->owner_hint);
+    rc |= put_text(&cols[C_ERROR_TYPE], row->error_type);
+    rc |= put_text(&cols[C_ENTITY_KIND], row->entity_kind);
+    rc |= put_text(&cols[C_ENTITY_ID], row->entity_id);
+    rc |= put_text(&cols[C_STATE_FROM], row->state_from);
+    rc |= put_text(&cols[C_STATE_TO], row->state_to);
+    rc |= put_text(&cols[C_ATTRS], row->attrs);
+    return rc ? -1 : 0;
+}
+
+static int read_words(PyObject *seq, Word *words, int *count, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (fast == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_WORDS) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "%s: more than %d words", what, MAX_WORDS);
+        return -1;
+    }
+    for (int i = 0; i < *count; i++) free(words[i].text);
+    *count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len;
+        const char *text = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(fast, i), &len);
+        if (text == NULL) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        words[i].text = malloc((size_t)len + 1);
+        if (words[i].text == NULL) {
+            Py_DECREF(fast);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(words[i].text, text, (size_t)len + 1);
+        words[i].len = (size_t)len;
+        words[i].value = 0;
+        *count = (int)i + 1;
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+PyDoc_STRVAR(configure_doc,
+"configure(layers, owner_layers, level_names, level_words, max_id_length, max_line_bytes)\n"
+"\n"
+"The tables the mapping checks against: the evidence layers, the owner layers, the model's\n"
+"levels (\"info\" second), each level word with the index of its level, the identifiers'\n"
+"longest length and the longest line read.");
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *layers, *owners, *names, *words;
+    Py_ssize_t max_id, max_line;
+    if (!PyArg_ParseTuple(args, "OOOOnn", &layers, &owners, &names, &words, &max_id, &max_line))
+        return NULL;
+    if (read_words(layers, LAYERS, &N_LAYERS, "layers") < 0 ||
+        read_words(owners, OWNERS, &N_OWNERS, "owner_layers") < 0 ||
+        read_words(names, LEVEL_NAMES, &N_LEVEL_NAMES, "level_names") < 0)
+        return NULL;
+    if (N_LEVEL_NAMES < 2 || strcmp(LEVEL_NAMES[1].text, "info") != 0) {
+        PyErr_SetString(PyExc_ValueError, "level_names: \"info\" must come second");
+        return NULL;
+    }
+    PyObject *keys = PyDict_Keys(words);
+    if (keys == NULL) return NULL;
+    int rc = read_words(keys, LEVEL_WORDS, &N_LEVEL_WORDS, "level_words");
+    Py_DECREF(keys);
+    if (rc < 0) return NULL;
+    for (int i = 0; i < N_LEVEL_WORDS; i++) {
+        PyObject *value = PyDict_GetItemString(words, LEVEL_WORDS[i].text);
+        long index = value ? PyLong_AsLong(value) : -1;
+        if (index < 0 || index >= N_LEVEL_NAMES) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "level_words: %s names no level",
+                             LEVEL_WORDS[i].text);
+            return NULL;
+        }
+        LEVEL_WORDS[i].value = (int)index;
+    }
+    MAX_ID_LENGTH = (size_t)max_id;
+    MAX_LINE_BYTES = (size_t)max_line;
+    CONFIGURED = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *column_buffers(Column *c, int kind_text) {
+    PyObject *validity, *offsets, *values;
+    if (c->nulls) {
+        validity = PyBytes_FromStringAndSize(c->validity.data, (Py_ssize_t)c->validity.len);
+    } else {
+        validity = Py_None;
+        Py_INCREF(validity);
+    }
+    if (kind_text) {
+        offsets = c->rows ? PyBytes_FromStringAndSize(c->offsets.data, (Py_ssize_t)c->offsets.len)
+                          : PyBytes_FromStringAndSize("\0\0\0\0", 4);
+    } else {
+        offsets = Py_None;
+        Py_INCREF(offsets);
+    }
+    values = PyBytes_FromStringAndSize(c->values.data ? c->values.data : "",
+                                       (Py_ssize_t)c->values.len);
+    if (validity == NULL || offsets == NULL || values == NULL) {
+        Py_XDECREF(validity);
+        Py_XDECREF(offsets);
+        Py_XDECREF(values);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNL)", validity, offsets, values, (long long)c->nulls);
+}
+
+PyDoc_STRVAR(map_lines_doc,
+"map_lines(lines, source, origin, default_layer) -> (rows, columns, declined)\n"
+"\n"
+"Map JSON lines (bytes, without their newline) as _record.record_row_positional does,\n"
+"attrs as JSON text. ``columns`` maps each column name of the events table to\n"
+"(validity or None, offsets or None, values, null count), Arrow's buffers; ``declined``\n"
+"lists the indexes of the lines left to the Python mapping. Runs without the GIL.");
+
+static PyObject *map_lines(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    const char *source, *origin, *layer;
+    Py_ssize_t source_len, origin_len, layer_len;
+    if (!PyArg_ParseTuple(args, "Os#s#z#", &lines, &source, &source_len, &origin, &origin_len,
+                          &layer, &layer_len))
+        return NULL;
+    if (!CONFIGURED) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(lines, "lines must be a sequence of bytes");
+    if (fast == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    const char **data = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+    size_t *lens = malloc(sizeof(size_t) * (size_t)(n ? n : 1));
+    char *declined = calloc((size_t)(n ? n : 1), 1);
+    Column *cols = calloc(N_COLUMNS, sizeof(Column));
+    Record *rec = malloc(sizeof(Record));
+    Buf out = {0};
+    int failed = 0;
+    if (!data || !lens || !declined || !cols || !rec) failed = 1;
+    for (Py_ssize_t i = 0; !failed && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "line %zd is %.80s, not bytes", i,
+                         Py_TYPE(item)->tp_name);
+            failed = 2;
+            break;
+        }
+        data[i] = PyBytes_AS_STRING(item);
+        lens[i] = (size_t)PyBytes_GET_SIZE(item);
+    }
+    if (!failed) {
+        Text source_text = {source, (size_t)source_len};
+        Text origin_text = {origin, (size_t)origin_len};
+        Text default_layer = {NULL, 0};
+        if (layer != NULL) {
+            const Word *w = word_find(LAYERS, N_LAYERS, layer, (size_t)layer_len);
+            if (w != NULL) default_layer = (Text){w->text, w->len};
+        }
+        uint64_t start[8];
+        b2_start(start, source, (size_t)source_len);
+        /* Buffers sized for the batch at once: growing them page by page costs more. */
+        size_t total = 0;
+        for (Py_ssize_t i = 0; i < n; i++) total += lens[i];
+        for (int c = 0; c < N_COLUMNS && !failed; c++) {
+            size_t rows = (size_t)n;
+            size_t values = c == C_RAW ? total : c == C_ATTRS ? total / 2 : 0;
+            int fixed = c == C_TS_NS || c == C_HASH || c == C_DURATION_S ? 8 : c == C_HTTP_STATUS ? 4 : 0;
+            if (buf_reserve(&cols[c].validity, rows / 8 + 1) < 0 ||
+                buf_reserve(&cols[c].offsets, fixed ? 0 : 4 * (rows + 1)) < 0 ||
+                buf_reserve(&cols[c].values, fixed ? fixed * rows : values) < 0)
+                failed = 1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const char *line = data[i];
+            size_t len = lens[i];
+            if (len && line[len - 1] == '\r') len--;
+            if (len > MAX_LINE_BYTES || !utf8_valid((const unsigned char *)line, len)) {
+                declined[i] = 1;
+                continue;
+            }
+            out.len = 0;
+            if (buf_reserve(&out, 3 * len + 1024) < 0) {
+                failed = 1;
+                break;
+            }
+            Reader r = {line, line + len, &out};
+            Row row;
+            if (read_record(&r, rec) < 0 || map_record(rec, &out, &default_layer, &row) < 0) {
+                declined[i] = 1;
+                continue;
+            }
+            row.hash = b2_hash(start, (const uint8_t *)line, len);
+            if (append_row(cols, &row, source_text, origin_text, (Text){line, len}) < 0) {
+                failed = 1;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *result = NULL;
+    if (failed == 1) PyErr_NoMemory();
+    if (!failed) {
+        PyObject *columns = PyDict_New();
+        PyObject *skipped = PyList_New(0);
+        int ok = columns != NULL && skipped != NULL;
+        for (int c = 0; ok && c < N_COLUMNS; c++) {
+            int text = c != C_TS_NS && c != C_HASH && c != C_HTTP_STATUS && c != C_DURATION_S;
+            PyObject *buffers = column_buffers(&cols[c], text);
+            ok = buffers != NULL && PyDict_SetItemString(columns, COLUMN_NAMES[c], buffers) == 0;
+            Py_XDECREF(buffers);
+        }
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            if (!declined[i]) continue;
+            PyObject *index = PyLong_FromSsize_t(i);
+            ok = index != NULL && PyList_Append(skipped, index) == 0;
+            Py_XDECREF(index);
+        }
+        if (ok) result = Py_BuildValue("(LOO)", (long long)cols[0].rows, columns, skipped);
+        Py_XDECREF(columns);
+        Py_XDECREF(skipped);
+    }
+    for (int c = 0; cols && c < N_COLUMNS; c++) col_free(&cols[c]);
+    free(cols);
+    free(out.data);
+    free(rec);
+    free(declined);
+    free(lens);
+    free(data);
+    Py_DECREF(fast);
+    return result;
+}
+
+static PyMethodDef METHODS[] = {
+    {"configure", configure, METH_VARARGS, configure_doc},
+    {"map_lines", map_lines, METH_VARARGS, map_lines_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_record_native",
+    .m_doc = "The record mapping of _record for the common JSON line, natively (see the source).",
+    .m_size = -1,
+    .m_methods = METHODS,
+};
+
+PyMODINIT_FUNC PyInit__record_native(void) {
+    record_init();
+    return PyModule_Create(&MODULE);
+}

@@ -1,0 +1,436 @@
+/* The record mapping, and the tables it checks against. */
+#include "record.h"
+
+#include <stdio.h>
+#include <string.h>
+
+Word LAYERS[MAX_WORDS], OWNERS[MAX_WORDS], LEVEL_WORDS[MAX_WORDS], LEVEL_NAMES[MAX_WORDS];
+int N_LAYERS, N_OWNERS, N_LEVEL_WORDS, N_LEVEL_NAMES;
+size_t MAX_ID_LENGTH;
+
+const Word *word_find(const Word *words, int n, const char *text, size_t len) {
+    for (int i = 0; i < n; i++)
+        if (words[i].len == len && memcmp(words[i].text, text, len) == 0) return &words[i];
+    return NULL;
+}
+
+typedef struct {
+    const char *key;
+    int role;
+} RoleName;
+
+static const RoleName ROLE_NAMES[] = {
+    {"ts", R_TS}, {"layer", R_LAYER}, {"service", R_SERVICE}, {"level", R_LEVEL},
+    {"event", R_EVENT}, {"error", R_ERROR}, {"msg", R_MSG}, {"message", R_MESSAGE},
+    {"node_id", R_NODE_ID}, {"node_instance_id", R_NODE_INSTANCE_ID},
+    {"correlation_id", R_CORRELATION_ID}, {"allocation_id", R_ALLOCATION_ID},
+    {"workflow_id", R_WORKFLOW_ID}, {"trace_id", R_TRACE_ID}, {"span_id", R_SPAN_ID},
+    {"method", R_METHOD}, {"path", R_PATH}, {"status", R_STATUS}, {"duration_s", R_DURATION},
+    {"entity_kind", R_ENTITY_KIND}, {"entity_id", R_ENTITY_ID}, {"state_from", R_STATE_FROM},
+    {"from_state", R_FROM_STATE}, {"state_to", R_STATE_TO}, {"to_state", R_TO_STATE},
+    {"exception", R_BULKY}, {"stack", R_BULKY}, {"exc_info", R_BULKY}, {"stack_info", R_BULKY},
+};
+
+static size_t ROLE_LENGTHS[sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]];
+
+void record_init(void) {
+    for (size_t i = 0; i < sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]; i++)
+        ROLE_LENGTHS[i] = strlen(ROLE_NAMES[i].key);
+}
+
+static int role_of(const char *key, size_t len) {
+    if (len < 2 || len > 16) return R_ATTR;
+    for (size_t i = 0; i < sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]; i++)
+        if (ROLE_LENGTHS[i] == len && ROLE_NAMES[i].key[0] == key[0] &&
+            memcmp(ROLE_NAMES[i].key, key, len) == 0)
+            return ROLE_NAMES[i].role;
+    return R_ATTR;
+}
+
+
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static int digits(const char *p, int n, int *value) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!is_digit(p[i])) return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *value = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (era arithmetic). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads (YYYY-MM-DDTHH:MM:SS, 1 to 9
+ * fraction digits after ".", then Z or ±HH:MM), in the years whose every instant the store
+ * holds; anything else (a space, a comma, more digits, another offset form) declines. */
+static int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
+    int year, month, day, hour, minute, second;
+    if (n < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
+        return -1;
+    if (digits(s, 4, &year) || digits(s + 5, 2, &month) || digits(s + 8, 2, &day) ||
+        digits(s + 11, 2, &hour) || digits(s + 14, 2, &minute) || digits(s + 17, 2, &second))
+        return -1;
+    if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1) return -1;
+    static const int month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (day > month_days[month - 1] + (month == 2 && leap)) return -1;
+    if (hour > 23 || minute > 59 || second > 60) return -1;
+    size_t i = 19;
+    int64_t fraction = 0;
+    if (i < n && s[i] == '.') {
+        size_t start = ++i;
+        while (i < n && is_digit(s[i])) fraction = fraction * 10 + (s[i++] - '0');
+        size_t count = i - start;
+        if (count == 0 || count > 9) return -1;
+        for (size_t k = count; k < 9; k++) fraction *= 10;
+    }
+    int64_t offset = 0;
+    if (i + 1 == n && s[i] == 'Z') {
+        offset = 0;
+    } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
+        int oh, om;
+        if (digits(s + i + 1, 2, &oh) || digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
+            return -1;
+        offset = (s[i] == '-' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
+    } else {
+        return -1;
+    }
+    int64_t seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 +
+                      second - offset;
+    *ts_ns = seconds * 1000000000LL + fraction;
+    return 0;
+}
+
+/* agent_logging.schema's identifier rule (_fields._SAFE_ID). */
+static int safe_id(const char *s, size_t n) {
+    if (n < 1 || n > MAX_ID_LENGTH) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' ||
+              c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '~' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int lower_hex(const char *s, size_t n, size_t want) {
+    if (n != want) return 0;
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!(is_digit(c) || (c >= 'a' && c <= 'f'))) return 0;
+        zero &= c == '0';
+    }
+    return !zero; /* the all-zero id means "none" and is refused */
+}
+
+static int nonempty_string(const Member *m) { return m->kind == J_STRING && m->text_len > 0; }
+
+static Text text_of(const Member *m) { return (Text){m->text, m->text_len}; }
+
+/* An integer's decimal text, written to out (reserved). */
+static Text integer_text(Buf *out, int64_t v) {
+    char *at = out->data + out->len;
+    int n = snprintf(at, 24, "%lld", (long long)v);
+    out->len += (size_t)n;
+    return (Text){at, (size_t)n};
+}
+
+/* One of the five identifiers: absent, a safe string, or an integer as its text. */
+static int take_id(const Member *m, Buf *out, Text *id) {
+    if (m == NULL || m->kind == J_NULL) return 0;
+    if (m->kind == J_STRING && safe_id(m->text, m->text_len)) {
+        *id = text_of(m);
+        return 0;
+    }
+    if (m->kind == J_INT) {
+        *id = integer_text(out, m->integer);
+        return 0;
+    }
+    return -1; /* refused: the reference notes why in attrs["rejected_ids"] */
+}
+
+/* A member's key and value appended to an attrs object being written to out. */
+static void put_member(Buf *out, int *first, const Member *m) {
+    out->data[out->len++] = *first ? '{' : ',';
+    *first = 0;
+    out->data[out->len++] = '"';
+    memcpy(out->data + out->len, m->key, m->key_len);
+    out->len += m->key_len;
+    out->data[out->len++] = '"';
+    out->data[out->len++] = ':';
+    memcpy(out->data + out->len, m->canon, m->canon_len);
+    out->len += m->canon_len;
+}
+
+
+/* The top-level object of a line: its members, with their roles; error's own members when
+ * error is an object. */
+int read_record(Reader *r, Record *rec) {
+    for (int i = 0; i < N_ROLES; i++) rec->at[i] = -1;
+    rec->count = rec->error_count = rec->error_object = 0;
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != '{') return -1;
+    r->p++;
+    skip_ws(r);
+    if (r->p < r->end && *r->p == '}') {
+        r->p++;
+    } else {
+        while (1) {
+            if (rec->count >= MAX_MEMBERS) return -1;
+            Member *m = &rec->members[rec->count];
+            if (read_key(r, &m->key, &m->key_len) < 0) return -1;
+            if (key_seen(rec->keys, rec->count, m->key, m->key_len)) return -1;
+            rec->keys[rec->count] = (Key){m->key, m->key_len};
+            m->role = role_of(m->key, m->key_len);
+            if (m->role == R_ERROR && r->p < r->end && *r->p == '{') {
+                size_t at = r->out->len;
+                if (read_object(r, 1, rec->error_members, &rec->error_count) < 0) return -1;
+                m->kind = J_OBJECT;
+                m->canon = r->out->data + at;
+                m->canon_len = r->out->len - at;
+                rec->error_object = 1;
+            } else if (read_value(r, 1, m, 1) < 0) {
+                return -1;
+            }
+            if (m->role != R_ATTR && m->role != R_BULKY) rec->at[m->role] = rec->count;
+            rec->count++;
+            skip_ws(r);
+            if (r->p >= r->end) return -1;
+            if (*r->p == ',') {
+                r->p++;
+                skip_ws(r);
+                continue;
+            }
+            if (*r->p != '}') return -1;
+            r->p++;
+            break;
+        }
+    }
+    skip_ws(r);
+    return r->p == r->end ? 0 : -1;
+}
+
+/* The row of a line, or -1 to decline it. ``taken`` marks the members that left attrs. */
+int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
+    char taken[MAX_MEMBERS] = {0};
+    Member *ms = rec->members;
+#define GET(role) (rec->at[role] >= 0 ? &ms[rec->at[role]] : NULL)
+#define TAKE(role) (taken[rec->at[role]] = 1)
+    for (int i = 0; i < rec->count; i++)
+        if (ms[i].role != R_ATTR && ms[i].role != R_METHOD && ms[i].role != R_PATH &&
+            ms[i].role != R_ENTITY_KIND && ms[i].role != R_ENTITY_ID &&
+            ms[i].role != R_STATE_FROM && ms[i].role != R_FROM_STATE &&
+            ms[i].role != R_STATE_TO && ms[i].role != R_TO_STATE && ms[i].role != R_MSG &&
+            ms[i].role != R_MESSAGE)
+            taken[i] = 1; /* popped by the mapping whatever they hold (or declined below) */
+
+    Member *m = GET(R_TS);
+    if (m == NULL || m->kind != J_STRING || parse_ts(m->text, m->text_len, &row->ts_ns) < 0)
+        return -1;
+
+    m = GET(R_LAYER);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_STRING) return -1;
+        const Word *w = word_find(LAYERS, N_LAYERS, m->text, m->text_len);
+        if (w == NULL) return -1;
+        row->layer = (Text){w->text, w->len};
+    } else {
+        if (default_layer->text == NULL) return -1;
+        row->layer = *default_layer;
+    }
+
+    m = GET(R_SERVICE);
+    row->service = (Text){NULL, 0};
+    if (m != NULL && m->kind != J_NULL) {
+        if (!nonempty_string(m)) return -1;
+        row->service = text_of(m);
+    }
+
+    m = GET(R_LEVEL);
+    const Word *level = &LEVEL_NAMES[1]; /* "info": configure() puts it there */
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_STRING) return -1;
+        const Word *w = word_find(LEVEL_WORDS, N_LEVEL_WORDS, m->text, m->text_len);
+        if (w == NULL && m->text_len <= 16) {
+            char lower[16];
+            for (size_t i = 0; i < m->text_len; i++) {
+                char c = m->text[i];
+                if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+                else if (!(c >= 'a' && c <= 'z')) return -1;
+                lower[i] = c;
+            }
+            w = word_find(LEVEL_WORDS, N_LEVEL_WORDS, lower, m->text_len);
+        }
+        if (w == NULL) return -1;
+        level = &LEVEL_NAMES[w->value];
+    }
+    row->level = (Text){level->text, level->len};
+
+    m = GET(R_EVENT);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_STRING) return -1;
+        row->message = text_of(m);
+    } else {
+        /* pop("msg") or pop("message") or "" */
+        row->message = (Text){"", 0};
+        Member *msg = GET(R_MSG);
+        int found = 0;
+        if (msg != NULL) {
+            TAKE(R_MSG);
+            if (nonempty_string(msg)) {
+                row->message = text_of(msg);
+                found = 1;
+            } else if (msg->kind != J_NULL && msg->kind != J_STRING) {
+                return -1;
+            }
+        }
+        Member *message = GET(R_MESSAGE);
+        if (!found && message != NULL) {
+            TAKE(R_MESSAGE);
+            if (nonempty_string(message))
+                row->message = text_of(message);
+            else if (message->kind != J_NULL && message->kind != J_STRING)
+                return -1;
+        }
+    }
+
+    for (int k = 0; k < 5; k++) {
+        row->ids[k] = (Text){NULL, 0};
+        if (take_id(GET(R_NODE_ID + k), out, &row->ids[k]) < 0) return -1;
+    }
+    row->trace_id = row->span_id = (Text){NULL, 0};
+    m = GET(R_TRACE_ID);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_STRING || !lower_hex(m->text, m->text_len, 32)) return -1;
+        row->trace_id = text_of(m);
+    }
+    m = GET(R_SPAN_ID);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_STRING || !lower_hex(m->text, m->text_len, 16)) return -1;
+        row->span_id = text_of(m);
+    }
+
+    row->owner_hint = row->error_type = (Text){NULL, 0};
+    char error_taken[MAX_MEMBERS] = {0};
+    int error_kept = 0;
+    m = GET(R_ERROR);
+    if (m != NULL && rec->error_object) {
+        for (int i = 0; i < rec->error_count; i++) {
+            Member *e = &rec->error_members[i];
+            if (e->key_len == 11 && memcmp(e->key, "owner_layer", 11) == 0) {
+                error_taken[i] = 1;
+                if (e->kind == J_NULL) continue;
+                if (e->kind != J_STRING) return -1;
+                const Word *w = word_find(OWNERS, N_OWNERS, e->text, e->text_len);
+                if (w == NULL) return -1; /* kept untrusted, after the rest: the reference's */
+                row->owner_hint = (Text){w->text, w->len};
+            } else if (e->key_len == 4 && memcmp(e->key, "type", 4) == 0) {
+                error_taken[i] = 1;
+                if (e->kind == J_NULL) continue;
+                if (!nonempty_string(e)) return -1;
+                row->error_type = text_of(e);
+            } else if (e->key_len == 5 && memcmp(e->key, "stack", 5) == 0) {
+                error_taken[i] = 1;
+            } else {
+                error_kept++;
+            }
+        }
+    }
+
+    row->method = row->path = (Text){NULL, 0};
+    row->has_status = row->has_duration = 0;
+    m = GET(R_METHOD);
+    if (m != NULL && nonempty_string(m)) {
+        TAKE(R_METHOD);
+        row->method = text_of(m);
+    }
+    m = GET(R_PATH);
+    if (m != NULL && nonempty_string(m)) {
+        TAKE(R_PATH);
+        row->path = text_of(m);
+    }
+    m = GET(R_STATUS);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind != J_INT || m->integer < 100 || m->integer > 599) return -1;
+        row->status = m->integer;
+        row->has_status = 1;
+    }
+    m = GET(R_DURATION);
+    if (m != NULL && m->kind != J_NULL) {
+        if (m->kind == J_INT)
+            row->duration = (double)m->integer;
+        else if (m->kind == J_FLOAT)
+            row->duration = m->real;
+        else
+            return -1;
+        row->has_duration = 1;
+    }
+
+    row->entity_kind = row->entity_id = row->state_from = row->state_to = (Text){NULL, 0};
+    m = GET(R_ENTITY_KIND);
+    if (m != NULL && nonempty_string(m)) {
+        TAKE(R_ENTITY_KIND);
+        row->entity_kind = text_of(m);
+    }
+    m = GET(R_ENTITY_ID);
+    if (m != NULL && nonempty_string(m)) {
+        TAKE(R_ENTITY_ID);
+        row->entity_id = text_of(m);
+    } else if (m != NULL && m->kind == J_INT) {
+        TAKE(R_ENTITY_ID);
+        row->entity_id = integer_text(out, m->integer);
+    }
+    static const int STATES[2][2] = {{R_STATE_FROM, R_FROM_STATE}, {R_STATE_TO, R_TO_STATE}};
+    for (int k = 0; k < 2; k++) {
+        Text *state = k == 0 ? &row->state_from : &row->state_to;
+        for (int j = 0; j < 2 && state->text == NULL; j++) {
+            m = GET(STATES[k][j]);
+            if (m != NULL && nonempty_string(m)) {
+                TAKE(STATES[k][j]);
+                *state = text_of(m);
+            }
+        }
+    }
+
+    /* attrs: what is left, in the record's order; error (what is left of it) last. */
+    size_t at = out->len;
+    int first = 1;
+    for (int i = 0; i < rec->count; i++)
+        if (!taken[i]) put_member(out, &first, &ms[i]);
+    if (m = GET(R_ERROR), m != NULL && m->kind != J_NULL && (!rec->error_object || error_kept)) {
+        out->data[out->len++] = first ? '{' : ',';
+        first = 0;
+        memcpy(out->data + out->len, "\"error\":", 8);
+        out->len += 8;
+        if (!rec->error_object) {
+            memcpy(out->data + out->len, m->canon, m->canon_len);
+            out->len += m->canon_len;
+        } else {
+            int inner = 1;
+            for (int i = 0; i < rec->error_count; i++)
+                if (!error_taken[i]) put_member(out, &inner, &rec->error_members[i]);
+            out->data[out->len++] = '}';
+        }
+    }
+    if (first) {
+        row->attrs = (Text){NULL, 0};
+    } else {
+        out->data[out->len++] = '}';
+        row->attrs = (Text){out->data + at, out->len - at};
+    }
+    return 0;
+#undef GET
+#undef TAKE
+}
