@@ -222,25 +222,41 @@ int read_record(Reader *r, Record *rec) {
     return r->p == r->end ? 0 : -1;
 }
 
-/* The row of a line, or -1 to decline it. ``taken`` marks the members that left attrs. */
-int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
-    char taken[MAX_MEMBERS] = {0};
-    Member *ms = rec->members;
-#define GET(role) (rec->at[role] >= 0 ? &ms[rec->at[role]] : NULL)
-#define TAKE(role) (taken[rec->at[role]] = 1)
-    for (int i = 0; i < rec->count; i++)
-        if (ms[i].role != R_ATTR && ms[i].role != R_METHOD && ms[i].role != R_PATH &&
-            ms[i].role != R_ENTITY_KIND && ms[i].role != R_ENTITY_ID &&
-            ms[i].role != R_STATE_FROM && ms[i].role != R_FROM_STATE &&
-            ms[i].role != R_STATE_TO && ms[i].role != R_TO_STATE && ms[i].role != R_MSG &&
-            ms[i].role != R_MESSAGE)
-            taken[i] = 1; /* popped by the mapping whatever they hold (or declined below) */
+/* One record being mapped: which members left attrs (and which of error's), and the row. */
+typedef struct {
+    Record *rec;
+    Buf *out;
+    Row *row;
+    char taken[MAX_MEMBERS];
+    char error_taken[MAX_MEMBERS];
+    int error_kept; /* members of an error object that stay in attrs["error"] */
+} Mapping;
 
-    Member *m = GET(R_TS);
+static Member *get(const Mapping *mp, int role) {
+    int at = mp->rec->at[role];
+    return at >= 0 ? &mp->rec->members[at] : NULL;
+}
+
+/* A member that leaves attrs (the mapping pops it). */
+static void take(Mapping *mp, int role) { mp->taken[mp->rec->at[role]] = 1; }
+
+/* A text member that becomes a column when it is a non-empty string (_record._text), and
+ * otherwise stays in attrs. */
+static Text take_text(Mapping *mp, int role) {
+    Member *m = get(mp, role);
+    if (m == NULL || !nonempty_string(m)) return (Text){NULL, 0};
+    take(mp, role);
+    return text_of(m);
+}
+
+/* ts, layer, service and level. */
+static int map_head(Mapping *mp, const Text *default_layer) {
+    Row *row = mp->row;
+    Member *m = get(mp, R_TS);
     if (m == NULL || m->kind != J_STRING || parse_ts(m->text, m->text_len, &row->ts_ns) < 0)
         return -1;
 
-    m = GET(R_LAYER);
+    m = get(mp, R_LAYER);
     if (m != NULL && m->kind != J_NULL) {
         if (m->kind != J_STRING) return -1;
         const Word *w = word_find(LAYERS, N_LAYERS, m->text, m->text_len);
@@ -251,14 +267,14 @@ int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
         row->layer = *default_layer;
     }
 
-    m = GET(R_SERVICE);
+    m = get(mp, R_SERVICE);
     row->service = (Text){NULL, 0};
     if (m != NULL && m->kind != J_NULL) {
         if (!nonempty_string(m)) return -1;
         row->service = text_of(m);
     }
 
-    m = GET(R_LEVEL);
+    m = get(mp, R_LEVEL);
     const Word *level = &LEVEL_NAMES[1]; /* "info": configure() puts it there */
     if (m != NULL && m->kind != J_NULL) {
         if (m->kind != J_STRING) return -1;
@@ -277,97 +293,96 @@ int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
         level = &LEVEL_NAMES[w->value];
     }
     row->level = (Text){level->text, level->len};
+    return 0;
+}
 
-    m = GET(R_EVENT);
+/* event, or else pop("msg") or pop("message") or "". */
+static int map_message(Mapping *mp) {
+    Row *row = mp->row;
+    Member *m = get(mp, R_EVENT);
     if (m != NULL && m->kind != J_NULL) {
         if (m->kind != J_STRING) return -1;
         row->message = text_of(m);
-    } else {
-        /* pop("msg") or pop("message") or "" */
-        row->message = (Text){"", 0};
-        Member *msg = GET(R_MSG);
-        int found = 0;
-        if (msg != NULL) {
-            TAKE(R_MSG);
-            if (nonempty_string(msg)) {
-                row->message = text_of(msg);
-                found = 1;
-            } else if (msg->kind != J_NULL && msg->kind != J_STRING) {
-                return -1;
-            }
-        }
-        Member *message = GET(R_MESSAGE);
-        if (!found && message != NULL) {
-            TAKE(R_MESSAGE);
-            if (nonempty_string(message))
-                row->message = text_of(message);
-            else if (message->kind != J_NULL && message->kind != J_STRING)
-                return -1;
-        }
+        return 0;
     }
+    row->message = (Text){"", 0};
+    static const int FALLBACKS[] = {R_MSG, R_MESSAGE};
+    for (int k = 0; k < 2; k++) {
+        m = get(mp, FALLBACKS[k]);
+        if (m == NULL) continue;
+        take(mp, FALLBACKS[k]);
+        if (nonempty_string(m)) {
+            row->message = text_of(m);
+            return 0;
+        }
+        if (m->kind != J_NULL && m->kind != J_STRING) return -1;
+    }
+    return 0;
+}
 
+/* The five identifiers, trace_id and span_id. */
+static int map_ids(Mapping *mp) {
+    Row *row = mp->row;
     for (int k = 0; k < 5; k++) {
         row->ids[k] = (Text){NULL, 0};
-        if (take_id(GET(R_NODE_ID + k), out, &row->ids[k]) < 0) return -1;
+        if (take_id(get(mp, R_NODE_ID + k), mp->out, &row->ids[k]) < 0) return -1;
     }
-    row->trace_id = row->span_id = (Text){NULL, 0};
-    m = GET(R_TRACE_ID);
-    if (m != NULL && m->kind != J_NULL) {
-        if (m->kind != J_STRING || !lower_hex(m->text, m->text_len, 32)) return -1;
-        row->trace_id = text_of(m);
+    static const int HEX_ROLES[2] = {R_TRACE_ID, R_SPAN_ID};
+    static const size_t HEX_DIGITS[2] = {32, 16};
+    Text *hex[2] = {&row->trace_id, &row->span_id};
+    for (int k = 0; k < 2; k++) {
+        *hex[k] = (Text){NULL, 0};
+        Member *m = get(mp, HEX_ROLES[k]);
+        if (m == NULL || m->kind == J_NULL) continue;
+        if (m->kind != J_STRING || !lower_hex(m->text, m->text_len, HEX_DIGITS[k])) return -1;
+        *hex[k] = text_of(m);
     }
-    m = GET(R_SPAN_ID);
-    if (m != NULL && m->kind != J_NULL) {
-        if (m->kind != J_STRING || !lower_hex(m->text, m->text_len, 16)) return -1;
-        row->span_id = text_of(m);
-    }
+    return 0;
+}
 
+/* error.owner_layer and error.type to columns, error.stack dropped, the rest kept. */
+static int map_error(Mapping *mp) {
+    Row *row = mp->row;
+    Record *rec = mp->rec;
     row->owner_hint = row->error_type = (Text){NULL, 0};
-    char error_taken[MAX_MEMBERS] = {0};
-    int error_kept = 0;
-    m = GET(R_ERROR);
-    if (m != NULL && rec->error_object) {
-        for (int i = 0; i < rec->error_count; i++) {
-            Member *e = &rec->error_members[i];
-            if (e->key_len == 11 && memcmp(e->key, "owner_layer", 11) == 0) {
-                error_taken[i] = 1;
-                if (e->kind == J_NULL) continue;
-                if (e->kind != J_STRING) return -1;
-                const Word *w = word_find(OWNERS, N_OWNERS, e->text, e->text_len);
-                if (w == NULL) return -1; /* kept untrusted, after the rest: the reference's */
-                row->owner_hint = (Text){w->text, w->len};
-            } else if (e->key_len == 4 && memcmp(e->key, "type", 4) == 0) {
-                error_taken[i] = 1;
-                if (e->kind == J_NULL) continue;
-                if (!nonempty_string(e)) return -1;
-                row->error_type = text_of(e);
-            } else if (e->key_len == 5 && memcmp(e->key, "stack", 5) == 0) {
-                error_taken[i] = 1;
-            } else {
-                error_kept++;
-            }
+    mp->error_kept = 0;
+    if (get(mp, R_ERROR) == NULL || !rec->error_object) return 0;
+    for (int i = 0; i < rec->error_count; i++) {
+        Member *e = &rec->error_members[i];
+        if (e->key_len == 11 && memcmp(e->key, "owner_layer", 11) == 0) {
+            mp->error_taken[i] = 1;
+            if (e->kind == J_NULL) continue;
+            if (e->kind != J_STRING) return -1;
+            const Word *w = word_find(OWNERS, N_OWNERS, e->text, e->text_len);
+            if (w == NULL) return -1; /* kept untrusted, after the rest: the reference's */
+            row->owner_hint = (Text){w->text, w->len};
+        } else if (e->key_len == 4 && memcmp(e->key, "type", 4) == 0) {
+            mp->error_taken[i] = 1;
+            if (e->kind == J_NULL) continue;
+            if (!nonempty_string(e)) return -1;
+            row->error_type = text_of(e);
+        } else if (e->key_len == 5 && memcmp(e->key, "stack", 5) == 0) {
+            mp->error_taken[i] = 1;
+        } else {
+            mp->error_kept++;
         }
     }
+    return 0;
+}
 
-    row->method = row->path = (Text){NULL, 0};
+/* An access record's method, path, status and duration_s. */
+static int map_http(Mapping *mp) {
+    Row *row = mp->row;
+    row->method = take_text(mp, R_METHOD);
+    row->path = take_text(mp, R_PATH);
     row->has_status = row->has_duration = 0;
-    m = GET(R_METHOD);
-    if (m != NULL && nonempty_string(m)) {
-        TAKE(R_METHOD);
-        row->method = text_of(m);
-    }
-    m = GET(R_PATH);
-    if (m != NULL && nonempty_string(m)) {
-        TAKE(R_PATH);
-        row->path = text_of(m);
-    }
-    m = GET(R_STATUS);
+    Member *m = get(mp, R_STATUS);
     if (m != NULL && m->kind != J_NULL) {
         if (m->kind != J_INT || m->integer < 100 || m->integer > 599) return -1;
         row->status = m->integer;
         row->has_status = 1;
     }
-    m = GET(R_DURATION);
+    m = get(mp, R_DURATION);
     if (m != NULL && m->kind != J_NULL) {
         if (m->kind == J_INT)
             row->duration = (double)m->integer;
@@ -377,39 +392,35 @@ int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
             return -1;
         row->has_duration = 1;
     }
+    return 0;
+}
 
-    row->entity_kind = row->entity_id = row->state_from = row->state_to = (Text){NULL, 0};
-    m = GET(R_ENTITY_KIND);
-    if (m != NULL && nonempty_string(m)) {
-        TAKE(R_ENTITY_KIND);
-        row->entity_kind = text_of(m);
+/* A transition's entity_kind, entity_id, state_from/from_state and state_to/to_state. */
+static void map_entity(Mapping *mp) {
+    Row *row = mp->row;
+    row->entity_kind = take_text(mp, R_ENTITY_KIND);
+    row->entity_id = take_text(mp, R_ENTITY_ID);
+    Member *m = get(mp, R_ENTITY_ID);
+    if (row->entity_id.text == NULL && m != NULL && m->kind == J_INT) {
+        take(mp, R_ENTITY_ID);
+        row->entity_id = integer_text(mp->out, m->integer);
     }
-    m = GET(R_ENTITY_ID);
-    if (m != NULL && nonempty_string(m)) {
-        TAKE(R_ENTITY_ID);
-        row->entity_id = text_of(m);
-    } else if (m != NULL && m->kind == J_INT) {
-        TAKE(R_ENTITY_ID);
-        row->entity_id = integer_text(out, m->integer);
-    }
-    static const int STATES[2][2] = {{R_STATE_FROM, R_FROM_STATE}, {R_STATE_TO, R_TO_STATE}};
-    for (int k = 0; k < 2; k++) {
-        Text *state = k == 0 ? &row->state_from : &row->state_to;
-        for (int j = 0; j < 2 && state->text == NULL; j++) {
-            m = GET(STATES[k][j]);
-            if (m != NULL && nonempty_string(m)) {
-                TAKE(STATES[k][j]);
-                *state = text_of(m);
-            }
-        }
-    }
+    row->state_from = take_text(mp, R_STATE_FROM);
+    if (row->state_from.text == NULL) row->state_from = take_text(mp, R_FROM_STATE);
+    row->state_to = take_text(mp, R_STATE_TO);
+    if (row->state_to.text == NULL) row->state_to = take_text(mp, R_TO_STATE);
+}
 
-    /* attrs: what is left, in the record's order; error (what is left of it) last. */
+/* attrs: what is left, in the record's order; error (what is left of it) last. */
+static void write_attrs(Mapping *mp) {
+    Record *rec = mp->rec;
+    Buf *out = mp->out;
     size_t at = out->len;
     int first = 1;
     for (int i = 0; i < rec->count; i++)
-        if (!taken[i]) put_member(out, &first, &ms[i]);
-    if (m = GET(R_ERROR), m != NULL && m->kind != J_NULL && (!rec->error_object || error_kept)) {
+        if (!mp->taken[i]) put_member(out, &first, &rec->members[i]);
+    Member *m = get(mp, R_ERROR);
+    if (m != NULL && m->kind != J_NULL && (!rec->error_object || mp->error_kept)) {
         out->data[out->len++] = first ? '{' : ',';
         first = 0;
         memcpy(out->data + out->len, "\"error\":", 8);
@@ -420,17 +431,34 @@ int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
         } else {
             int inner = 1;
             for (int i = 0; i < rec->error_count; i++)
-                if (!error_taken[i]) put_member(out, &inner, &rec->error_members[i]);
+                if (!mp->error_taken[i]) put_member(out, &inner, &rec->error_members[i]);
             out->data[out->len++] = '}';
         }
     }
     if (first) {
-        row->attrs = (Text){NULL, 0};
+        mp->row->attrs = (Text){NULL, 0};
     } else {
         out->data[out->len++] = '}';
-        row->attrs = (Text){out->data + at, out->len - at};
+        mp->row->attrs = (Text){out->data + at, out->len - at};
     }
+}
+
+/* The row of a line, or -1 to decline it. ``taken`` marks the members that left attrs. */
+int map_record(Record *rec, Buf *out, const Text *default_layer, Row *row) {
+    Mapping mp = {.rec = rec, .out = out, .row = row};
+    for (int i = 0; i < rec->count; i++) {
+        int role = rec->members[i].role;
+        /* popped by the mapping whatever they hold (or declined): all but the text fields
+         * that stay in attrs when they are not text, and msg/message, popped only in turn */
+        mp.taken[i] = role != R_ATTR && role != R_METHOD && role != R_PATH &&
+                      role != R_ENTITY_KIND && role != R_ENTITY_ID && role != R_STATE_FROM &&
+                      role != R_FROM_STATE && role != R_STATE_TO && role != R_TO_STATE &&
+                      role != R_MSG && role != R_MESSAGE;
+    }
+    if (map_head(&mp, default_layer) < 0 || map_message(&mp) < 0 || map_ids(&mp) < 0 ||
+        map_error(&mp) < 0 || map_http(&mp) < 0)
+        return -1;
+    map_entity(&mp);
+    write_attrs(&mp);
     return 0;
-#undef GET
-#undef TAKE
 }
