@@ -17,7 +17,7 @@ from itertools import chain
 from typing import IO, Final
 
 from correlator.model import MAX_LINE_BYTES
-from correlator.sources._lines import UTF8_BOM
+from correlator.sources._lines import UTF8_BOM, without_bom
 
 __all__ = ["BLOCK_BYTES", "LINE_READ_BYTES", "Progress", "read_line_blocks", "read_lines"]
 
@@ -58,7 +58,7 @@ def read_line_blocks(handle: IO[bytes], progress: Progress | None = None) -> Ite
             if len(carry) < len(UTF8_BOM) and UTF8_BOM.startswith(carry):
                 continue
             head = False
-            block = carry[3:] if carry.startswith(UTF8_BOM) else carry
+            block = without_bom(carry)
             carry = b""
         if skipping:
             end = block.find(b"\n")

@@ -93,10 +93,10 @@ def _line_source(kind: str) -> tuple[Source, Parser]:
     return declared, declared.parse
 
 
-def _file_lines(
+def _file_blocks(
     handle: IO[bytes], path: Path, kind: str, progress: Progress | None, damage: list[Reject]
-) -> Iterator[bytes]:
-    """The lines of an open file up to where it cannot be read any further.
+) -> Iterator[list[bytes]]:
+    """The lines of an open file, a block at a time, up to where it cannot be read further.
 
     Decompression fails only while reading (``gzip.open`` does not even look at the header),
     so a damaged ``.gz`` ends its lines there instead of raising through the ingest: what was
@@ -110,16 +110,9 @@ def _file_lines(
         progress: called with the bytes of each read.
         damage: receives the reject, if any.
 
-    Returns:
-        Lines without their ``\\n``, as :func:`read_lines`.
+    Yields:
+        Lists of lines without their ``\\n``, as :func:`read_line_blocks`.
     """
-    return chain.from_iterable(_file_blocks(handle, path, kind, progress, damage))
-
-
-def _file_blocks(
-    handle: IO[bytes], path: Path, kind: str, progress: Progress | None, damage: list[Reject]
-) -> Iterator[list[bytes]]:
-    """:func:`_file_lines` a block of lines at a time."""
     lines_read = 0
     try:
         for block in read_line_blocks(handle, progress):
@@ -160,7 +153,7 @@ def _inputs(
             tick = progress(path, size) if progress is not None else None
             if tick is not None and isinstance(handle, gzip.GzipFile):
                 tick = _compressed_progress(handle, tick)
-            yield str(path), _file_lines(handle, path, kind, tick, damage)
+            yield str(path), chain.from_iterable(_file_blocks(handle, path, kind, tick, damage))
 
 
 def _compressed_progress(handle: gzip.GzipFile, tick: Progress) -> Progress:

@@ -53,6 +53,12 @@ static const char *COLUMN_NAMES[N_COLUMNS] = {
     "owner_hint", "error_type", "entity_kind", "entity_id", "state_from", "state_to", "attrs",
 };
 
+/* The width of a fixed-width column's values in bytes; 0 for a text column. */
+static size_t column_width(int c) {
+    if (c == C_TS_NS || c == C_HASH || c == C_DURATION_S) return 8;
+    return c == C_HTTP_STATUS ? 4 : 0;
+}
+
 static int put_text(Column *c, Text t) { return col_text(c, t.text, t.len); }
 
 static int append_row(Column *cols, const Row *row, Text source, Text origin, Text raw) {
@@ -242,7 +248,7 @@ static PyObject *map_lines(PyObject *self, PyObject *args) {
         for (int c = 0; c < N_COLUMNS && !failed; c++) {
             size_t rows = (size_t)n;
             size_t values = c == C_RAW ? total : c == C_ATTRS ? total / 2 : 0;
-            int fixed = c == C_TS_NS || c == C_HASH || c == C_DURATION_S ? 8 : c == C_HTTP_STATUS ? 4 : 0;
+            size_t fixed = column_width(c);
             if (buf_reserve(&cols[c].validity, rows / 8 + 1) < 0 ||
                 buf_reserve(&cols[c].offsets, fixed ? 0 : 4 * (rows + 1)) < 0 ||
                 buf_reserve(&cols[c].values, fixed ? fixed * rows : values) < 0)
@@ -283,8 +289,7 @@ static PyObject *map_lines(PyObject *self, PyObject *args) {
         PyObject *skipped = PyList_New(0);
         int ok = columns != NULL && skipped != NULL;
         for (int c = 0; ok && c < N_COLUMNS; c++) {
-            int text = c != C_TS_NS && c != C_HASH && c != C_HTTP_STATUS && c != C_DURATION_S;
-            PyObject *buffers = column_buffers(&cols[c], text);
+            PyObject *buffers = column_buffers(&cols[c], column_width(c) == 0);
             ok = buffers != NULL && PyDict_SetItemString(columns, COLUMN_NAMES[c], buffers) == 0;
             Py_XDECREF(buffers);
         }
