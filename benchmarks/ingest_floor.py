@@ -9,8 +9,9 @@ a fresh on-disk DuckDB file, closed (checkpointed) at the end:
    ``raw``, no hash, no indexes;
 2. DuckDB mapping, no indexes: every line read as text (``read_csv``, one column), sixteen
    fields of DESIGN §4 taken with one ``json_extract_string`` per line (one parse for all the
-   paths), the line kept as ``raw``, DuckDB's 64-bit ``hash`` of it, inserted into the
-   ``events`` table of ``correlator._schema`` without its indexes. Less than the correlator's
+   paths), the line kept as a ``raw`` column, DuckDB's 64-bit ``hash`` of it, inserted into
+   the ``events`` table of ``correlator._schema`` (``raw`` a column in place of where the
+   store keeps it) without its indexes. Less than the correlator's
    ingest does: no ``attrs``, no identifier or level checks, no rejects with line numbers, no
    de-duplication against stored events;
 3. DuckDB mapping: the same into the ``events`` table with its five identifier indexes (what a
@@ -18,11 +19,12 @@ a fresh on-disk DuckDB file, closed (checkpointed) at the end:
 4. the correlator: ``correlator.ingest.ingest_paths(store, "agent", files, workers=2)``, as
    ``benchmarks.correlator`` measures it (``--skip-correlator`` leaves it out: ~40 s per 10^6
    events);
-5. storing alone, no indexes: the correlator's own events (every column, ``raw`` and
-   ``attrs`` as it stores them), read beforehand into memory as one Arrow table, untimed, then
-   inserted into a fresh ``events`` table laid out as :class:`~correlator.store.Store` lays it
-   out (16,384-row row groups) and checkpointed. No parsing, mapping, checks or
-   de-duplication: what any ingest keeping these columns pays on top of reading its input;
+5. storing alone, no indexes: the correlator's own events (every column as it stores them,
+   the raw texts in their compressed blocks), read beforehand into memory as Arrow tables,
+   untimed, then inserted into a fresh ``events`` table and ``raw_blocks`` table laid out as
+   :class:`~correlator.store.Store` lays them out (16,384-row row groups) and checkpointed.
+   No parsing, mapping, checks or de-duplication: what any ingest keeping these columns
+   pays on top of reading its input;
 6. storing alone, the five identifier indexes kept up during the insert (what every ingest
    into a store that already holds events pays);
 7. storing alone, the indexes built after the insert in one pass each (what a first ingest
@@ -30,7 +32,7 @@ a fresh on-disk DuckDB file, closed (checkpointed) at the end:
 8. the same with DuckDB free to write the rows in any order (``preserve_insertion_order =
    false``: each thread writes its own row groups; the store orders each batch by node and
    time instead, for the timelines' reads);
-9. the same without ``raw`` (NULL): what storing each line's text costs.
+9. the same without the raw texts' blocks: what storing each line's text costs.
 
 5-9 read the events of the store 4 wrote, or with ``--skip-correlator`` of the store
 ``benchmarks.correlator --keep DIR`` left (``DIR/n<events>/evidence.duckdb``); without either
@@ -54,8 +56,9 @@ import pyarrow as pa
 
 from benchmarks._common import machine_note
 from benchmarks.correlator import fleet_in, measure_duckdb_floor, measure_ingest
+from correlator._raw_blocks import SPAN_COLUMNS
 from correlator._schema import COLUMN_LIST, DDL, EVENTS_COLUMNS_DDL, INDEX_DDL
-from correlator.model import EVENT_COLUMNS
+from correlator.model import IDENTIFIER_KEYS
 from correlator.store import _ROW_GROUP_ROWS  # the row groups the store's file is attached with
 
 #: The record fields the DuckDB mapping extracts, in the order of :data:`_MAPPED`'s columns
@@ -83,6 +86,9 @@ _MAPPED: Final = (
     "node_instance_id, correlation_id, allocation_id, workflow_id, trace_id, span_id, "
     "http_method, http_path, http_status, duration_s"
 )
+_SPAN_TYPES: Final = tuple(zip(SPAN_COLUMNS, ("BIGINT", "INTEGER", "INTEGER"), strict=True))
+#: The identifier indexes DDL creates, dropped for a load without them.
+INDEX_DROP: Final = "".join(f"DROP INDEX events_{key};" for key in IDENTIFIER_KEYS)
 _INSERT: Final = f"""
 INSERT INTO events ({_MAPPED})
 SELECT epoch_ns(CAST(f[1] AS TIMESTAMP_NS)), f[2], 'agent', filename, f[3], line,
@@ -97,13 +103,21 @@ FROM (
 """  # noqa: S608 - fixed text
 
 
+#: The ``events`` columns with ``raw`` a column (DuckDB's mapping keeps the line so).
+_RAW_COLUMN_DDL: Final = EVENTS_COLUMNS_DDL.replace(
+    ", ".join(f"{name} {kind}" for name, kind in _SPAN_TYPES), "raw VARCHAR"
+)
+
+
 def measure_duckdb_mapping(paths: Sequence[Path], db: Path, *, indexes: bool) -> dict[str, float]:
     """Lines mapped and inserted by DuckDB alone (see the module docstring, 2 and 3)."""
     db.unlink(missing_ok=True)
     started = time.perf_counter()
     with duckdb.connect(str(db)) as con:
         con.execute("SET enable_progress_bar = false")
-        con.execute(DDL if indexes else f"CREATE TABLE events ({EVENTS_COLUMNS_DDL})")
+        con.execute(f"CREATE TABLE events ({_RAW_COLUMN_DDL})")
+        if indexes:
+            con.execute(INDEX_DDL)
         con.execute(_INSERT, [[str(path) for path in paths]])
         row = con.execute("SELECT count(*) FROM events").fetchone()
     elapsed = time.perf_counter() - started
@@ -112,26 +126,34 @@ def measure_duckdb_mapping(paths: Sequence[Path], db: Path, *, indexes: bool) ->
     return {"events": events, "seconds": elapsed, "events_per_s": events / elapsed}
 
 
-def read_events(store: Path) -> pa.Table:
-    """Every event of a correlator store, every column, as one Arrow table in memory."""
+def read_events(store: Path) -> tuple[pa.Table, pa.Table]:
+    """Every event of a correlator store, every column as stored, and its raw texts' blocks,
+    as Arrow tables in memory."""
     with duckdb.connect(str(store), read_only=True) as con:
-        return con.sql(f"SELECT {COLUMN_LIST} FROM events").to_arrow_table()  # noqa: S608 - fixed names
+        events = con.sql(f"SELECT {COLUMN_LIST} FROM events").to_arrow_table()  # noqa: S608 - fixed names
+        return events, con.sql("SELECT * FROM raw_blocks").to_arrow_table()
 
 
 def measure_store_write(
-    events: pa.Table, db: Path, *, indexes: str, ordered: bool = True, raw: bool = True
+    stored: tuple[pa.Table, pa.Table],
+    db: Path,
+    *,
+    indexes: str,
+    ordered: bool = True,
+    raw: bool = True,
 ) -> dict[str, float]:
-    """``events`` inserted into a fresh store (see the module docstring, 5-9).
+    """A store's events and blocks inserted into a fresh store (the module docstring, 5-9).
 
     Args:
-        events: what :func:`read_events` read.
+        stored: what :func:`read_events` read.
         db: the file to create (removed afterwards).
         indexes: ``none``, ``kept`` (during the insert) or ``after`` (built after it).
         ordered: keep the rows in insertion order (DuckDB's default; the store's inserts
             order each batch by node and time, for the timelines' reads); False lets every
             thread write its own row groups (``preserve_insertion_order = false``).
-        raw: store ``raw`` (False: NULL, what a store keeping the lines elsewhere would pay).
+        raw: store the raw texts' blocks (False: what storing the rest costs).
     """
+    events, blocks = stored
     db.unlink(missing_ok=True)
     quoted = str(db).replace("'", "''")
     started = time.perf_counter()
@@ -139,14 +161,16 @@ def measure_store_write(
         con.execute("SET enable_progress_bar = false")
         con.execute(f"ATTACH '{quoted}' AS floor (ROW_GROUP_SIZE {_ROW_GROUP_ROWS})")
         con.execute("USE floor")
-        con.execute(DDL if indexes == "kept" else f"CREATE TABLE events ({EVENTS_COLUMNS_DDL})")
+        con.execute(DDL)
+        if indexes != "kept":
+            con.execute(INDEX_DROP)
         if not ordered:
             con.execute("SET preserve_insertion_order = false")
         con.register("batch", events)
-        columns = ", ".join(
-            "NULL AS raw" if name == "raw" and not raw else name for name in EVENT_COLUMNS
-        )
-        con.execute(f"INSERT INTO events SELECT {columns} FROM batch")  # noqa: S608 - fixed names
+        con.execute(f"INSERT INTO events SELECT {COLUMN_LIST} FROM batch")  # noqa: S608 - fixed names
+        if raw:
+            con.register("blocks", blocks)
+            con.execute("INSERT INTO raw_blocks SELECT * FROM blocks")
         if indexes == "after":
             con.execute(INDEX_DDL)
         con.execute("CHECKPOINT")

@@ -8,15 +8,16 @@ ingest apart, on generated agent records (``benchmarks.correlator``'s fleet, see
    batch (what a parse worker does), CPU µs per line;
 2. the insert: the same Arrow batches into a fresh on-disk store, in one transaction, as
    ``Store.insert_table`` does (anti-join on the content hash, five ART indexes), for the
-   store's layout and for two alternatives of the ``raw`` column's compression (the column
-   that dominates the insert: DuckDB's ``dict_fsst`` analysis of ~300-byte lines):
+   store's layout (each line's text in zstd blocks of ``raw_blocks``: ``_raw_blocks``) and
+   for the layouts it replaced, ``raw`` a column of ``events``:
 
-   - ``raw uncompressed``: ``dict_fsst`` disabled for the connection;
-   - ``raw zstd``: ``raw VARCHAR USING COMPRESSION zstd``;
+   - ``raw column (dict_fsst)``: DuckDB's own choice for it, the store's layout until the
+     sixteenth session;
+   - ``raw column, zstd``: ``raw VARCHAR USING COMPRESSION zstd``;
 
    each with its CPU and wall µs per event, the file size, and the p50 of an indexed lookup
-   of one allocation's events with their ``raw`` (what a timeline reads), with ratios against
-   the store's layout measured in the same run.
+   of one allocation's events with their raw texts (what a timeline reads), with ratios
+   against the store's layout measured in the same run.
 
 Run: ``python -m benchmarks.store_insert [--events 500000] [--lookups 40]`` (about 2 minutes
 at the default size; it needs ~1 GB in ``$TMPDIR``).
@@ -41,24 +42,30 @@ import pyarrow as pa
 from benchmarks._common import machine_note
 from benchmarks.correlator import CHUNK_LINES
 from benchmarks.fleet import generate
-from correlator._schema import EVENTS_COLUMNS_DDL, events_table
-from correlator.model import IDENTIFIER_KEYS
+from correlator._rows import fetch_events
+from correlator._schema import COLUMN_LIST, EVENTS_COLUMNS_DDL, events_table
+from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS
 from correlator.sources.ndjson import parse_columns
 from correlator.store import Store
 
-#: Layouts: name, DDL of the events table's columns, settings for the connection.
+_SPANS_DDL: Final = "raw_block BIGINT, raw_at INTEGER, raw_len INTEGER"
+#: The columns of ``events`` with ``raw`` a column, in EVENT_COLUMNS order.
+_RAW_COLUMN_DDL: Final = EVENTS_COLUMNS_DDL.replace(_SPANS_DDL, "raw VARCHAR")
+#: Layouts: name, DDL of the events table's columns (None: the store's own).
 _LAYOUTS: Final = (
-    ("store layout (dict_fsst on raw)", EVENTS_COLUMNS_DDL, ()),
+    ("store layout (raw in zstd blocks)", None),
+    ("raw column (dict_fsst)", _RAW_COLUMN_DDL),
     (
-        "raw uncompressed",
-        EVENTS_COLUMNS_DDL,
-        ("SET GLOBAL disabled_compression_methods = 'dict_fsst'",),
+        "raw column, zstd",
+        _RAW_COLUMN_DDL.replace("raw VARCHAR", "raw VARCHAR USING COMPRESSION zstd"),
     ),
-    (
-        "raw zstd",
-        EVENTS_COLUMNS_DDL.replace("raw VARCHAR", "raw VARCHAR USING COMPRESSION zstd"),
-        (),
-    ),
+)
+_EVENT_LIST: Final = ", ".join(EVENT_COLUMNS)
+#: The store's insert (anti-join on the hash, rows ordered by node) with ``raw`` a column.
+_RAW_COLUMN_INSERT: Final = (
+    f"INSERT INTO events ({_EVENT_LIST}) SELECT {_EVENT_LIST} FROM staged_events s "  # noqa: S608 - fixed names
+    "WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hash = s.hash) "
+    "ORDER BY node_id, ts_ns, hash"
 )
 
 
@@ -88,30 +95,39 @@ def measure_mapping(lines: list[bytes]) -> tuple[list[pa.Table], float]:
     return tables, (_cpu_s() - started) / len(lines) * 1e6
 
 
+_BY_ALLOCATION: Final = f"SELECT {COLUMN_LIST} FROM events WHERE allocation_id = ?"  # noqa: S608 - fixed names
+
+
+def _insert_raw_column(path: Path, ddl: str, tables: list[pa.Table]) -> None:
+    """The tables into a fresh file whose ``events`` keep ``raw`` as a column (``ddl``), as
+    the store inserted them then: one transaction, the anti-join, the five indexes kept."""
+    with duckdb.connect(str(path)) as connection:
+        connection.execute(f"CREATE TABLE events ({ddl})")
+        for key in IDENTIFIER_KEYS:
+            connection.execute(f"CREATE INDEX events_{key} ON events ({key})")  # as the store
+        connection.execute("BEGIN")
+        for table in tables:
+            connection.register("staged_events", table)
+            connection.execute(_RAW_COLUMN_INSERT)
+            connection.unregister("staged_events")
+        connection.execute("COMMIT")
+    # Closed: the checkpoint is part of the cost.
+
+
 def measure_layout(
-    directory: Path,
-    name: str,
-    ddl: str,
-    settings: Sequence[str],
-    tables: list[pa.Table],
-    lookups: int,
+    directory: Path, name: str, ddl: str | None, tables: list[pa.Table], lookups: int
 ) -> dict[str, float | str]:
-    """Insert every table into a fresh store of this layout, then time indexed lookups."""
+    """Insert every table into a fresh store of this layout, then time indexed lookups of
+    an allocation's events with their raw texts."""
     path = directory / f"{abs(hash(name))}.duckdb"
-    store = Store(path)  # the production DDL, then the layout's own table
-    connection = store._db
-    for setting in settings:
-        connection.execute(setting)
-    connection.execute("DROP TABLE events")
-    connection.execute(f"CREATE TABLE events ({ddl})")
-    for key in IDENTIFIER_KEYS:
-        connection.execute(f"CREATE INDEX events_{key} ON events ({key})")  # as the store
     events = sum(t.num_rows for t in tables)
     cpu, wall = _cpu_s(), time.perf_counter()
-    with store.bulk():
-        for table in tables:
-            store.insert_table(table)
-    store.close()  # the checkpoint: part of the cost
+    if ddl is None:
+        with Store(path) as store, store.bulk():
+            for table in tables:
+                store.insert_table(table)
+    else:
+        _insert_raw_column(path, ddl, tables)
     cpu, wall = _cpu_s() - cpu, time.perf_counter() - wall
     size_mib = path.stat().st_size / 2**20
     reader = duckdb.connect(str(path), read_only=True)
@@ -125,9 +141,12 @@ def measure_layout(
     timings = []
     for allocation in picks:
         started = time.perf_counter()
-        reader.execute(
-            "SELECT ts_ns, raw, attrs FROM events WHERE allocation_id = ?", [allocation]
-        ).fetchall()
+        if ddl is None:  # the store's read: the rows, then their texts from their blocks
+            fetch_events(reader, _BY_ALLOCATION, [allocation])
+        else:
+            reader.execute(
+                "SELECT ts_ns, raw, attrs FROM events WHERE allocation_id = ?", [allocation]
+            ).fetchall()
         timings.append(time.perf_counter() - started)
     reader.close()
     return {
@@ -154,8 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"{machine_note()}; {events:,} generated agent records")
         say(f"mapping (parse_columns + Arrow), CPU µs per line: {mapping_us:.1f}")
         rows = [
-            measure_layout(directory, name, ddl, settings, tables, args.lookups)
-            for name, ddl, settings in _LAYOUTS
+            measure_layout(directory, name, ddl, tables, args.lookups) for name, ddl in _LAYOUTS
         ]
         base = rows[0]
         say(

@@ -24,9 +24,8 @@ from itertools import islice
 from queue import Full, Queue
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import pyarrow as pa
-
 from correlator._line_blocks import LINE_READ_BYTES
+from correlator._raw_blocks import Packed, pack
 from correlator._schema import events_table
 from correlator.model import Reject
 
@@ -57,8 +56,9 @@ MAX_WORKERS: Final = 4
 #: (and :data:`MAX_WORKERS` + 1 batches are in flight).
 BATCH_BYTES: Final = 32 * 1024 * 1024
 
-#: One parsed batch: the table the store inserts, and the batch's rejects.
-Parsed = tuple[pa.Table, list[Reject]]
+#: One parsed batch: what the store inserts (packed: its raw texts compressed in the worker),
+#: and the batch's rejects.
+Parsed = tuple[Packed, list[Reject]]
 
 BatchParser = Callable[[list[bytes], str, int], Parsed]
 """``parse(lines, origin, start_line)``: one batch to the table the store inserts (picklable:
@@ -106,15 +106,15 @@ def batch_parser(source: Source, values: Mapping[str, Any]) -> BatchParser | Non
 
 
 def _parse_table(table: Table, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
-    parsed: Parsed = table(chunk, origin, start_line=start_line)
-    return parsed
+    parsed, rejects = table(chunk, origin, start_line=start_line)
+    return pack(parsed, ordered=True), rejects
 
 
 def _parse_chunk(columns: Columns, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
     """One batch through the columnar parser, as the table the store inserts (in a worker:
     building the Arrow table there too leaves the main process only the insert)."""
     parsed, rejects = columns(chunk, origin, start_line=start_line)
-    return events_table(parsed), rejects
+    return pack(events_table(parsed), ordered=True), rejects
 
 
 def parsed_batches(

@@ -5,7 +5,8 @@ columns, then reads every column of just those rows (``Store.events_matching``).
 them depends on where they lie: few rows through the identifier indexes; rows in a few runs of
 consecutive row ids by ranges; rows a few in every row group by a list of row ids; rows side
 by side by a scan the zone maps narrow down (:func:`row_filter`). Rows become
-:class:`~correlator.model.Event` objects through Arrow (:func:`fetch_events`).
+:class:`~correlator.model.Event` objects through Arrow (:func:`fetch_events`), their raw
+texts read from their blocks (``_raw_blocks``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Final
 import duckdb
 import orjson
 
+from correlator._raw_blocks import SPAN_COLUMNS, raw_texts
 from correlator.model import EVENT_COLUMNS, Event
 
 __all__ = [
@@ -29,6 +31,9 @@ __all__ = [
 ]
 
 _ATTRS_AT: Final = EVENT_COLUMNS.index("attrs")
+#: Where ``raw`` is among the EVENT_COLUMNS, and the span columns in its place in a row read.
+_RAW_AT: Final = EVENT_COLUMNS.index("raw")
+_SPANS: Final = slice(_RAW_AT, _RAW_AT + len(SPAN_COLUMNS))
 #: At most this many matching rows are read through an index (DuckDB's index_scan_max_count,
 #: set on every connection of the store with index_scan_percentage = 0); more, and DuckDB
 #: scans the table.
@@ -74,7 +79,7 @@ def fetch_events(
     order: Sequence[int] | None = None,
     few: bool = False,
 ) -> list[Event]:
-    """The rows of ``sql`` (all the columns, EVENT_COLUMNS order) as Events.
+    """The rows of ``sql`` (all the stored columns, ``_schema.COLUMN_LIST`` order) as Events.
 
     Through Arrow, a column at a time: DuckDB hands over its vectors, each column becomes
     one Python list, and ``map(Event, ...)`` zips them. Half the Python time of converting
@@ -98,6 +103,7 @@ def fetch_events(
     # Columns no row sets (a node's trace ids) are not converted value by value.
     columns = [[None] * rows if c.null_count == rows else c.to_pylist() for c in table.columns]
     row_ids: list[Any] = columns.pop(0) if order is not None else []
+    columns[_SPANS] = [raw_texts(cursor, *columns[_SPANS])]
     loads = orjson.loads
     columns[_ATTRS_AT] = [loads(attrs) if attrs else {} for attrs in columns[_ATTRS_AT]]
     events = list(map(Event, *columns))
@@ -115,13 +121,16 @@ def _fetch_few(
     """:func:`fetch_events` of a few rows, as row tuples."""
     loads = orjson.loads
     rows = cursor.execute(sql, params).fetchall()
+    values = [list(row) for row in rows] if order is None else [list(row[1:]) for row in rows]
+    texts = raw_texts(cursor, *zip(*(row[_SPANS] for row in values), strict=True)) if rows else []
+    events = [_event(row, text, loads) for row, text in zip(values, texts, strict=True)]
     if order is None:
-        return [_event(row, loads) for row in rows]
-    return _in_order({row[0]: _event(row[1:], loads) for row in rows}, order)
+        return events
+    return _in_order({row[0]: event for row, event in zip(rows, events, strict=True)}, order)
 
 
-def _event(row: Sequence[Any], loads: Any) -> Event:
-    values = list(row)
+def _event(values: list[Any], raw: str | None, loads: Any) -> Event:
+    values[_SPANS] = [raw]
     attrs = values[_ATTRS_AT]
     values[_ATTRS_AT] = loads(attrs) if attrs else {}
     return Event(*values)

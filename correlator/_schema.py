@@ -1,12 +1,16 @@
 """The ``events`` table's schema: its columns' types, the store's DDL, and batches in that form.
 
 Each column of :data:`~correlator.model.EVENT_COLUMNS` has a DuckDB type and an Arrow type.
+A batch (:data:`EVENTS_SCHEMA`) has every one of them; the ``events`` table keeps, in place of
+``raw``, where the raw text lies in the ``raw_blocks`` table (``_raw_blocks``'s
+:data:`~correlator._raw_blocks.SPAN_COLUMNS`): :data:`STORED_COLUMNS`.
 :data:`DDL` creates the ``events`` table with an ART index per identifier column
-(:data:`INDEX_DDL`; :mod:`correlator.store` says why), the ``rejects`` table and the
-``link_cardinality`` table; :data:`EVENTS_COLUMNS_DDL` is the column list of ``events`` and
-:data:`COLUMN_LIST` its names in order, as the store's SQL spells them. :func:`events_table`
-makes one batch of columns (an adapter's ``parse_columns``) the Arrow table the store inserts;
-:func:`columns_from_events` makes events such columns.
+(:data:`INDEX_DDL`; :mod:`correlator.store` says why), the ``raw_blocks`` table, the
+``rejects`` table, the ``unchecked_loads`` table (a bulk load in progress: ``_writes``) and
+the ``link_cardinality`` table; :data:`EVENTS_COLUMNS_DDL` is the column
+list of ``events`` and :data:`COLUMN_LIST` its names in order, as the store's SQL spells them.
+:func:`events_table` makes one batch of columns (an adapter's ``parse_columns``) the Arrow
+table the store inserts; :func:`columns_from_events` makes events such columns.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, Final
 import orjson
 import pyarrow as pa
 
+from correlator._raw_blocks import BLOCKS_DDL, SPAN_COLUMNS
 from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS, Event
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "EVENTS_COLUMNS_DDL",
     "EVENTS_SCHEMA",
     "INDEX_DDL",
+    "STORED_COLUMNS",
     "columns_from_events",
     "events_table",
 ]
@@ -35,10 +41,10 @@ _TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
     "source": ("VARCHAR NOT NULL", pa.string()),
     "origin": ("VARCHAR", pa.string()),
     "message": ("VARCHAR", pa.string()),
-    # DuckDB's own choice (dictionary + FSST), not zstd: zstd stores 10^7 raw lines in 10 s
-    # less of a 64 s ingest, but a timeline decompresses whole zstd segments for the few rows
-    # it reads (p95 253-262 ms against 110 at 10^7: benchmarks/RESULTS.md, issue 26).
-    "raw": ("VARCHAR", pa.string()),
+    "raw": ("VARCHAR", pa.string()),  # a batch's only: the store keeps it in raw_blocks
+    "raw_block": ("BIGINT", pa.int64()),
+    "raw_at": ("INTEGER", pa.int32()),
+    "raw_len": ("INTEGER", pa.int32()),
     "hash": ("BIGINT NOT NULL", pa.int64()),
     "service": ("VARCHAR", pa.string()),
     "level": ("VARCHAR", pa.string()),
@@ -56,18 +62,23 @@ _TYPES: Final[Mapping[str, tuple[str, pa.DataType]]] = {
     "attrs": ("VARCHAR", pa.string()),  # JSON text; DuckDB's json functions read it
 }
 EVENTS_SCHEMA: Final = pa.schema([(name, _TYPES[name][1]) for name in EVENT_COLUMNS])
-COLUMN_LIST: Final = ", ".join(EVENT_COLUMNS)
+_RAW_AT: Final = EVENT_COLUMNS.index("raw")
+#: The columns of ``events``, in order: EVENT_COLUMNS with the span columns in place of raw.
+STORED_COLUMNS: Final = (*EVENT_COLUMNS[:_RAW_AT], *SPAN_COLUMNS, *EVENT_COLUMNS[_RAW_AT + 1 :])
+COLUMN_LIST: Final = ", ".join(STORED_COLUMNS)
 
-EVENTS_COLUMNS_DDL: Final = ", ".join(f"{n} {_TYPES[n][0]}" for n in EVENT_COLUMNS)
+EVENTS_COLUMNS_DDL: Final = ", ".join(f"{n} {_TYPES[n][0]}" for n in STORED_COLUMNS)
 INDEX_DDL: Final = "".join(
     f"CREATE INDEX IF NOT EXISTS events_{key} ON events ({key});" for key in IDENTIFIER_KEYS
 )
 DDL: Final = f"""
 CREATE TABLE IF NOT EXISTS events ({EVENTS_COLUMNS_DDL});
+{BLOCKS_DDL}
 CREATE TABLE IF NOT EXISTS rejects (
     source VARCHAR, origin VARCHAR, line_no BIGINT, reason VARCHAR, excerpt VARCHAR,
     ingested_at TIMESTAMPTZ DEFAULT now()
 );
+CREATE TABLE IF NOT EXISTS unchecked_loads (started_at TIMESTAMPTZ NOT NULL);
 CREATE TABLE IF NOT EXISTS link_cardinality (
     near VARCHAR NOT NULL, far VARCHAR NOT NULL, far_per_near BIGINT NOT NULL,
     near_per_far BIGINT NOT NULL, events BIGINT NOT NULL

@@ -32,8 +32,6 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
-import pyarrow as pa
-
 from correlator._line_blocks import Progress, read_line_blocks, read_lines
 from correlator._parse_workers import (
     BATCH_BYTES,
@@ -44,6 +42,7 @@ from correlator._parse_workers import (
     parsed_inputs,
     until_input_end,
 )
+from correlator._raw_blocks import Packed, concat
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
 from correlator.model import Event, Reject
@@ -309,16 +308,16 @@ def _ingest_settled(
 def _store_batches(store: Store, batches: Iterable[Parsed]) -> IngestResult:
     """Store parsed batches, their rejects at once, their tables a few at a time."""
     result = IngestResult()
-    staged: list[pa.Table] = []
-    for table, rejects in batches:
+    staged: list[Packed] = []
+    for batch, rejects in batches:
         result.add(store.insert_rejects(rejects))
-        staged.append(table)
+        staged.append(batch)
         # Each insert checks the batch against every stored hash: fewer, larger ones.
         if sum(t.num_rows for t in staged) >= INSERT_EVENTS:
-            result.add(store.insert_table(pa.concat_tables(staged)))
+            result.add(store.insert_table(concat(staged)))
             staged = []
     if staged:
-        result.add(store.insert_table(pa.concat_tables(staged)))
+        result.add(store.insert_table(concat(staged)))
     return result
 
 
@@ -446,8 +445,8 @@ def ingest_paths(
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
     result = IngestResult()
-    loading: AbstractContextManager[None] = (
-        store.indexes_after() if _bulk_load(store, sum(sizes)) else nullcontext()
+    loading: AbstractContextManager[IngestResult] = (
+        store.indexes_after() if _bulk_load(store, sum(sizes)) else nullcontext(IngestResult())
     )
     # Workers parse batches of an input from its middle: a source that settles something
     # from each input's first lines is parsed here, input by input.
@@ -458,17 +457,18 @@ def ingest_paths(
         and sum(sizes) >= PARALLEL_MIN_BYTES
     ):
         threads = declared.table is not None
-        with loading, parse_pool(workers, threads=threads) as pool:
+        with loading as repeats, parse_pool(workers, threads=threads) as pool:
             stream = parsed_inputs(parse_batch, inputs, BATCH_EVENTS, pool)
             for index in range(len(paths)):
                 with store.bulk():
                     result.add(_store_batches(store, until_input_end(stream)))
                 result.add(store.insert_rejects(damages[index]))
     else:
-        with loading:
+        with loading as repeats:
             for index, (origin, lines) in enumerate(inputs):
                 result.add(ingest_lines(store, kind, lines, origin, options=values))
                 result.add(store.insert_rejects(damages[index]))
+    result.add(repeats)
     # A load that at least doubles the store computes the link cardinalities now, once, so
     # that a query (the CLI's, read-only) does not rescan every event; after a smaller one
     # the first query does it (Store.cardinalities).

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from correlator import _lifecycle, _links, _reads, _writes
 from correlator._parents import ParentQuery, parent_events_many
+from correlator._raw_blocks import Packed, pack, raw_texts
 from correlator._read_cache import EVENT_BYTES, ReadCache, first, same
 from correlator._reads import ID_COLUMNS
 from correlator._rows import INDEX_ROWS
@@ -55,6 +56,8 @@ __all__ = ["LIFECYCLE_LIMIT", "IngestResult", "Store"]
 #: default is 122,880): see Store.__init__.
 _DATABASE: Final = "evidence"
 _ROW_GROUP_ROWS: Final = 16_384
+#: The WAL a bulk load lets grow before DuckDB checkpoints (Store.indexes_after).
+_LOAD_CHECKPOINT: Final = "1TB"
 #: Findings read at most this many lifecycle events, as Python objects (~7 KB each while they
 #: are read: all 793,000 of a 10^7-event store took 5.7 GB and 13-29 s); past it their answer
 #: says ``truncated``. They read only the events of entities that can make a finding
@@ -106,14 +109,36 @@ class Store:
         #: Whether the write transaction in progress changed what reads answer (under the
         #: write lock; read by bulk() and _writer() at its commit).
         self._changed = False
+        #: Inside indexes_after(): inserts leave the check for repeats to its end.
+        self._unchecked = False
         self.cache = ReadCache()
         # An index lookup only for up to 2,048 rows (DuckDB's index_scan_max_count), not 0.1 %
         # of the table: fetching a busy node's 10,000 rows one by one through the index is
         # slower than scanning, and far slower than the one row group they fill once clustered.
         self._db.execute(f"SET index_scan_max_count = {INDEX_ROWS}")
         self._db.execute("SET index_scan_percentage = 0")
+        self._refuse_old_layout()  # before the DDL, which would change the file
         if not read_only:
             self._db.execute(DDL)
+        if not read_only and _writes.unchecked(self._db):
+            # A bulk load did not end (the indexes DDL has just built again): its repeats.
+            with self._writer() as cursor:
+                _writes.drop_repeats(cursor)
+
+    def _refuse_old_layout(self) -> None:
+        """Refuse a store whose ``events`` still hold ``raw`` (written before the raw texts
+        moved to ``raw_blocks``): its rows cannot be read as this version reads them."""
+        row = self._db.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND table_name = 'events' AND column_name = 'raw'"
+        ).fetchone()
+        if row and row[0]:
+            self._db.close()
+            raise SourceError(
+                f"the correlator database {self.path} was written by an earlier version "
+                "(its events table keeps each raw line in a column): ingest its evidence "
+                "into a new database file"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -193,39 +218,62 @@ class Store:
                 cursor.close()
 
     @contextmanager
-    def indexes_after(self) -> Iterator[None]:
-        """Load inside the block without the identifier indexes; build them at its end.
+    def indexes_after(self) -> Iterator[IngestResult]:
+        """Load inside the block without the identifier indexes and without checking each
+        batch for rows stored already; drop the repeats and build the indexes at its end.
 
         Building an index over the rows in one pass costs less than keeping it up row by row:
         storing 10^7 events took 54.7 s with the indexes built after, 62.5 s kept up
-        (``benchmarks/RESULTS.md``, eleventh session). Worth it for a load into an empty or
-        small store (the build reads every stored row too). Queries meanwhile find no index:
-        slower, never wrong. The indexes are built at the end whatever happens inside, and
-        a writer opening the store builds any that are missing (after a crash, say).
+        (``benchmarks/RESULTS.md``, eleventh session). Checking the whole load for repeated
+        hashes once costs less than joining each batch against every stored hash (1 against
+        12 s at 10^7 events, ``_writes.drop_repeats``). Worth it for a load into an empty or
+        small store (the build and the check read every stored row too). Queries meanwhile
+        find no index and may see a line given twice twice: slower, and only until the end.
+        Both are done at the end whatever happens inside, and a writer opening the store
+        does them when a load did not end (a crash, say: ``unchecked_loads`` says so).
+        Meanwhile DuckDB does not checkpoint at each input's commit (its WAL past 16 MB:
+        an input's raw texts' blocks, fewer rows than a row group, are logged) but once,
+        when the store next does: 3 of 44 s at 10^7 events.
+
+        Yields:
+            What the check at the end takes back from the load's counts (filled in then):
+            rows counted accepted that were repeats.
         """
         with self._writer(evidence=False) as cursor:
             _writes.drop_indexes(cursor)
+            _writes.mark_unchecked(cursor)
+        correction = IngestResult()
+        self._unchecked = True
+        self._db.execute(f"SET checkpoint_threshold = '{_LOAD_CHECKPOINT}'")
         try:
-            yield
+            yield correction
         finally:
+            self._unchecked = False
+            self._db.execute("RESET checkpoint_threshold")
             with self._writer(evidence=False) as cursor:
+                repeats = _writes.drop_repeats(cursor)
+                self._changed |= repeats > 0
                 _writes.build_indexes(cursor)
+            correction.accepted -= repeats
+            correction.duplicate += repeats
 
     def insert_columns(self, columns: Mapping[str, Sequence[Any]]) -> IngestResult:
         """Insert one batch given as columns; duplicates (by content hash) are skipped."""
         return self.insert_table(events_table(columns))
 
-    def insert_table(self, table: pa.Table) -> IngestResult:
-        """Insert one batch given as an Arrow table of :func:`events_table`'s schema;
+    def insert_table(self, table: pa.Table | Packed) -> IngestResult:
+        """Insert one batch given as an Arrow table of :func:`events_table`'s schema, or as
+        such a table packed (:func:`~correlator._raw_blocks.pack`, which workers can run);
         duplicates (by content hash, within the batch or already stored) are skipped."""
         staged = table.num_rows
         if staged == 0:
             return IngestResult()
-        sql = _writes.insert_sql(table)
+        batch = table if isinstance(table, Packed) else pack(table)
+        sql = _writes.insert_sql(batch, checked=not self._unchecked)
         # Only new rows move the generation: a pull that asks Loki again, or a file ingested
         # twice, leaves what reads answer (and the answers the service keeps) as they were.
         with self._writer(evidence=False) as cursor:
-            inserted = _writes.insert_staged(cursor, table, sql)
+            inserted = _writes.insert_staged(cursor, batch, sql)
             self._changed |= inserted > 0
         return IngestResult(accepted=inserted, duplicate=staged - inserted)
 
@@ -260,6 +308,18 @@ class Store:
     def count(self) -> int:
         with self._reader() as cursor:
             return self._count(cursor)
+
+    def raw_texts(self, source: str) -> list[str]:
+        """The raw evidence (line, or document entry) of every event of one source kind, in
+        no order: what a check compares with what was logged."""
+        with self._reader() as cursor:
+            cursor.execute("BEGIN TRANSACTION")  # the blocks read as of the rows
+            rows = cursor.execute(
+                "SELECT raw_block, raw_at, raw_len FROM events WHERE source = ?", [source]
+            ).fetchall()
+            texts = raw_texts(cursor, *zip(*rows, strict=True)) if rows else []
+            cursor.execute("COMMIT")
+        return [text for text in texts if text is not None]
 
     def _rows_hint(self) -> int:
         """The events the store holds, as of the last cardinalities (every expansion asks for

@@ -265,12 +265,5 @@ def count_pulled(db_path: Path, logged: list[str]) -> int:
     from correlator.store import Store
 
     with Store(db_path, read_only=True) as store:
-        cursor = store.cursor()
-        try:
-            seen = {
-                row[0]
-                for row in cursor.execute("SELECT raw FROM events WHERE source = 'loki'").fetchall()
-            }
-        finally:
-            cursor.close()
+        seen = set(store.raw_texts("loki"))
     return sum(1 for line in logged if line in seen)

@@ -38,6 +38,7 @@ from tests.collector_config.configs import components
 from tests.collector_config.simulate import run_alloy
 from tests.correlator.loki_incident import push_records, wait_visible
 from tests.lokisim.fixtures import LOKI_TENANT_ENV, VISIBILITY_TIMEOUT_S
+from tests.stored import stored_events
 
 pytestmark = pytest.mark.integration
 
@@ -147,14 +148,8 @@ def _pulled(db: Path, source: str) -> dict[str, str]:
     """The lines the pull stored that ``source`` read (the program that wrote them: a line a
     collector shipped is read as its file is), with the query that brought each."""
     with Store(db, read_only=True) as store:
-        rows = (
-            store.cursor()
-            .execute(
-                "SELECT raw, origin FROM events WHERE source = ? AND origin LIKE '{%'", [source]
-            )
-            .fetchall()
-        )
-    return dict(rows)
+        events = stored_events(store, "source = ? AND origin LIKE '{%'", [source])
+    return {event.raw: event.origin for event in events}
 
 
 def test_the_pull_finds_the_lines_a_collector_shipped(
@@ -231,9 +226,10 @@ def test_the_timeline_maps_a_collectors_lines_as_it_maps_the_files(
     from_loki, _ = _timeline_from_loki(real_loki, shipped, tmp_path / "pulled.duckdb", capsys)
 
     with Store(tmp_path / "pulled.duckdb", read_only=True) as store:
-        columns = ", ".join(_MAPPED)
-        rows = store.cursor().execute(f"SELECT raw, {columns} FROM events").fetchall()  # noqa: S608
-    stored = {raw: dict(zip(_MAPPED, values, strict=True)) for raw, *values in rows}
+        stored = {
+            event.raw: {key: getattr(event, key) for key in _MAPPED}
+            for event in stored_events(store)
+        }
     on_timeline = {event["raw"] for event in from_loki["events"]}
 
     differ = []

@@ -29,6 +29,7 @@ from agent_logging.loki._entries import PushEntry, entry_from_record
 from agent_logging.schema import rfc3339_ns
 from correlator import loki_pull
 from correlator.store import Store
+from tests.stored import stored_events
 
 __all__ = ["OWN", "Incident", "pull_incident", "pulled_messages", "push_records", "wait_visible"]
 
@@ -200,5 +201,4 @@ def pull_incident(
 
 def pulled_messages(store: Store) -> list[str]:
     """The ``event`` of every record the store holds, sorted."""
-    rows = store.cursor().execute("SELECT raw FROM events").fetchall()
-    return sorted(orjson.loads(raw)["event"] for (raw,) in rows)
+    return sorted(orjson.loads(event.raw)["event"] for event in stored_events(store))

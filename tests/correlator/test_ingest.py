@@ -22,6 +22,7 @@ from correlator.model import MAX_LINE_BYTES, Event
 from correlator.sources import source
 from correlator.store import Store
 from tests.correlator.conftest import RecordingPool
+from tests.stored import stored_events
 
 LINES = [
     b'{"ts": "2026-11-22T13:11:19.000000001Z", "level": "info", "event": "task claimed", '
@@ -497,7 +498,7 @@ def test_a_byte_order_mark_changes_nothing(tmp_path: Path, sample: str, kind: st
     for path in (plain, marked):
         with Store(tmp_path / f"{path.name}.duckdb") as store:
             result = ingest_paths(store, kind, [path])
-            rows = store.cursor().execute("SELECT hash, raw FROM events ORDER BY hash").fetchall()
+            rows = [(event.hash, event.raw) for event in stored_events(store)]
         stored.append((result.accepted, dict(result.rejected), rows))
     assert stored[0][0] > 0
     assert stored[1] == stored[0]
