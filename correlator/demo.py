@@ -130,7 +130,8 @@ def evidence_folder(db_path: Path) -> Path:
 
 def foreign_origin(db_path: Path) -> str | None:
     """What in ``db_path`` a demo did not write, in words; None when it holds a previous demo,
-    nothing, or does not exist (the demo may replace it).
+    nothing, or does not exist (the demo may replace it). A demo of an earlier version (a store
+    this version refuses to open) is recognised too: only the origins are read.
 
     Args:
         db_path: a database file.
@@ -141,24 +142,17 @@ def foreign_origin(db_path: Path) -> str | None:
     """
     import duckdb
 
-    from correlator.errors import SourceError
-    from correlator.store import Store
-
     if not db_path.exists():
         return None
     try:
-        with Store(db_path, read_only=True) as store:
+        with duckdb.connect(str(db_path), read_only=True) as connection:
             # A previous demo has seven origins at most: an eighth is not the demo's.
-            rows = (
-                store.cursor()
-                .execute(
-                    "SELECT DISTINCT origin FROM events "
-                    "UNION SELECT DISTINCT origin FROM rejects LIMIT ?",
-                    [len(_FILES) + 1],
-                )
-                .fetchall()
-            )
-    except (SourceError, duckdb.Error) as exc:  # not DuckDB, locked, or not the correlator's
+            rows = connection.execute(
+                "SELECT DISTINCT origin FROM events "
+                "UNION SELECT DISTINCT origin FROM rejects LIMIT ?",
+                [len(_FILES) + 1],
+            ).fetchall()
+    except duckdb.Error as exc:  # not DuckDB, locked, or not the correlator's
         return f"a file the correlator cannot read as its database ({exc})"
     for (origin,) in rows:
         path = Path(str(origin))

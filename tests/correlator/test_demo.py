@@ -12,6 +12,7 @@ import pytest
 
 from correlator.cli import main
 from correlator.demo import foreign_origin
+from correlator.errors import SourceError
 from correlator.ingest import ingest_lines
 from correlator.store import Store
 
@@ -104,6 +105,18 @@ def test_a_previous_demo_is_recognised_and_not_one_with_evidence_added(
     with Store(added) as store:
         ingest_lines(store, "agent", [RECORD], "/var/log/agent.jsonl")
     assert foreign_origin(added) == "evidence from '/var/log/agent.jsonl'"
+
+
+def test_a_demo_of_the_earlier_layout_is_recognised(tmp_path: Path, demo_db: Path) -> None:
+    # A demo built before the raw texts left the events table: this version refuses to open
+    # it as a store, and the demo must still replace it (a checkout's second `demo.sh`).
+    earlier = tmp_path / "earlier.duckdb"
+    shutil.copy(demo_db, earlier)
+    with duckdb.connect(str(earlier)) as connection:
+        connection.execute("ALTER TABLE events ADD COLUMN raw VARCHAR")
+    with pytest.raises(SourceError, match="earlier version"):
+        Store(earlier, read_only=True)
+    assert foreign_origin(earlier) is None
 
 
 def test_the_demo_ignores_correlator_db_and_keeps_the_evidence_there(
