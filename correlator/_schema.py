@@ -78,7 +78,9 @@ CREATE TABLE IF NOT EXISTS rejects (
     source VARCHAR, origin VARCHAR, line_no BIGINT, reason VARCHAR, excerpt VARCHAR,
     ingested_at TIMESTAMPTZ DEFAULT now()
 );
-CREATE TABLE IF NOT EXISTS unchecked_loads (started_at TIMESTAMPTZ NOT NULL);
+CREATE TABLE IF NOT EXISTS unchecked_loads (
+    started_at TIMESTAMPTZ NOT NULL, first_block BIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS link_cardinality (
     near VARCHAR NOT NULL, far VARCHAR NOT NULL, far_per_near BIGINT NOT NULL,
     near_per_far BIGINT NOT NULL, events BIGINT NOT NULL

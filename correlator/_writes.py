@@ -129,10 +129,10 @@ def _distinct(hashes: pa.ChunkedArray) -> bool:
     return bool(pc.count_distinct(hashes).as_py() == len(hashes))
 
 
-#: The blocks (from ``$1`` on, counted from ``$1``) the texts of stored rows lie in.
+#: The blocks (from ``$1`` on) the texts of stored rows lie in.
 _NEW_BLOCKS: Final = (
     "SELECT DISTINCT unnest(range(raw_block, raw_block + (raw_at + raw_len - 1) "  # noqa: S608 - a constant
-    f"// {BLOCK_BYTES} + 1)) - $1 FROM events WHERE raw_block >= $1 AND raw_len > 0"
+    f"// {BLOCK_BYTES} + 1)) FROM events WHERE raw_block >= $1 AND raw_len > 0"
 )
 
 
@@ -152,7 +152,7 @@ def insert_staged(cursor: duckdb.DuckDBPyConnection, batch: Packed, sql: str) ->
     if inserted < batch.num_rows:
         # Some rows were stored already: only the blocks the others' texts lie in.
         rows = cursor.execute(_NEW_BLOCKS, [base]).fetchall()
-        kept = {int(number) for (number,) in rows}
+        kept = {int(number) - base for (number,) in rows}
         numbers = [n for n in numbers if n in kept]
     if numbers:
         blocks = pa.table(
@@ -212,15 +212,19 @@ def set_links(
 
 def mark_unchecked(cursor: duckdb.DuckDBPyConnection) -> None:
     """Note in the store that rows are about to go in unchecked for repeats (a bulk load),
-    so that a writer opening it after a crash still drops them (:func:`drop_repeats`)."""
-    cursor.execute("INSERT INTO unchecked_loads VALUES (now())")
+    and the first block their texts can lie in, so that a writer opening it after a crash
+    still drops them (:func:`drop_repeats`)."""
+    cursor.execute(
+        "INSERT INTO unchecked_loads SELECT now(), coalesce(max(block) + 1, 0) FROM raw_blocks"
+    )
 
 
 def drop_repeats(cursor: duckdb.DuckDBPyConnection) -> int:
     """Delete every row whose hash an earlier row has (rows a bulk load inserted unchecked:
-    a line given twice, or stored already), and the note :func:`mark_unchecked` left;
-    the rows deleted. One pass over the hashes when none repeats (1 s at 10^7 events):
-    far less than checking each batch against every stored hash as it goes in (12 s)."""
+    a line given twice, or stored already), the blocks only they pointed into, and the note
+    :func:`mark_unchecked` left; the rows deleted. One pass over the hashes when none repeats
+    (1 s at 10^7 events): far less than checking each batch against every stored hash as it
+    goes in (12 s)."""
     ((repeats,),) = cursor.execute("SELECT count(*) - count(DISTINCT hash) FROM events").fetchall()
     if repeats:
         cursor.execute(
@@ -229,8 +233,21 @@ def drop_repeats(cursor: duckdb.DuckDBPyConnection) -> int:
             "WHERE hash IN (SELECT hash FROM events GROUP BY hash HAVING count(*) > 1)) "
             "WHERE n > 1)"
         )
+        # The rows kept are the earliest: a block from before the load is a kept row's.
+        cursor.execute(
+            f"DELETE FROM raw_blocks WHERE block >= $1 AND block NOT IN ({_NEW_BLOCKS})",  # noqa: S608 - a constant
+            [_first_unchecked_block(cursor)],
+        )
     cursor.execute("DELETE FROM unchecked_loads")
     return int(repeats)
+
+
+def _first_unchecked_block(cursor: duckdb.DuckDBPyConnection) -> int:
+    """The first block an unchecked load's rows can point into (0 when no load noted one)."""
+    ((first,),) = cursor.execute(
+        "SELECT coalesce(min(first_block), 0) FROM unchecked_loads"
+    ).fetchall()
+    return int(first)
 
 
 def unchecked(cursor: duckdb.DuckDBPyConnection) -> bool:

@@ -253,6 +253,8 @@ def test_a_bulk_load_of_the_same_lines_twice_keeps_each_once(store: Store, order
     assert raws_by_hash(store) == dict(enumerate(LOAD))
     assert _writes.index_names(store.cursor()) == ALL_INDEXES
     assert count(store, "unchecked_loads") == 0
+    # The second copy's blocks went with its rows.
+    assert block_numbers(store) == [0, 1]
 
 
 def test_a_bulk_load_of_lines_stored_already_keeps_the_stored_rows(store: Store) -> None:
@@ -263,6 +265,8 @@ def test_a_bulk_load_of_lines_stored_already_keeps_the_stored_rows(store: Store)
 
     assert (correction.accepted, correction.duplicate) == (-4, 4)
     assert raws_by_hash(store) == {**dict(enumerate(LOAD)), 4: "new"}
+    # The load's first block held only repeats' texts; its second holds "new" too.
+    assert block_numbers(store) == [0, 1, 3]
 
 
 def test_a_writer_opening_the_store_after_a_crashed_load_drops_its_repeats(
@@ -283,6 +287,7 @@ def test_a_writer_opening_the_store_after_a_crashed_load_drops_its_repeats(
         assert hashes(writer) == [0, 1, 2, 3]
         assert count(writer, "unchecked_loads") == 0
         assert raws_by_hash(writer) == dict(enumerate(LOAD))
+        assert block_numbers(writer) == [0, 1]
 
 
 # -- an earlier version's store --------------------------------------------------------------
