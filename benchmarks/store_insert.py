@@ -42,8 +42,8 @@ import pyarrow as pa
 from benchmarks._common import machine_note
 from benchmarks.correlator import CHUNK_LINES
 from benchmarks.fleet import generate
-from correlator._rows import fetch_events
-from correlator._schema import COLUMN_LIST, EVENTS_COLUMNS_DDL, events_table
+from correlator._raw_blocks import raw_texts
+from correlator._schema import EVENTS_COLUMNS_DDL, events_table
 from correlator.model import EVENT_COLUMNS, IDENTIFIER_KEYS
 from correlator.sources.ndjson import parse_columns
 from correlator.store import Store
@@ -95,7 +95,9 @@ def measure_mapping(lines: list[bytes]) -> tuple[list[pa.Table], float]:
     return tables, (_cpu_s() - started) / len(lines) * 1e6
 
 
-_BY_ALLOCATION: Final = f"SELECT {COLUMN_LIST} FROM events WHERE allocation_id = ?"  # noqa: S608 - fixed names
+_BY_ALLOCATION: Final = (
+    "SELECT ts_ns, raw_block, raw_at, raw_len, attrs FROM events WHERE allocation_id = ?"
+)
 
 
 def _insert_raw_column(path: Path, ddl: str, tables: list[pa.Table]) -> None:
@@ -142,7 +144,8 @@ def measure_layout(
     for allocation in picks:
         started = time.perf_counter()
         if ddl is None:  # the store's read: the rows, then their texts from their blocks
-            fetch_events(reader, _BY_ALLOCATION, [allocation])
+            rows = reader.execute(_BY_ALLOCATION, [allocation]).fetchall()
+            raw_texts(reader, *zip(*((block, at, n) for _, block, at, n, _ in rows), strict=True))
         else:
             reader.execute(
                 "SELECT ts_ns, raw, attrs FROM events WHERE allocation_id = ?", [allocation]
