@@ -13,8 +13,10 @@ text may run on into the next blocks.
 :func:`pack` turns a batch (an Arrow table of ``_schema.EVENTS_SCHEMA``) into a
 :class:`Packed` one, its block numbers counted from 0; the store numbers them on when it
 inserts it (``_writes``) and keeps only the blocks some inserted row points into.
-:func:`raw_texts` reads the texts of rows back, each block once. Blocks are never rewritten
-or deleted; rows are (``cluster``, linking) and keep where their text lies.
+:func:`raw_texts` reads the texts of rows back, each block once. Blocks are never rewritten,
+and deleted only with the last rows pointing into them (a bulk load's repeats:
+``_writes.drop_repeats``); rows are rewritten (``cluster``, linking) and keep where their text
+lies.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Final
 
 import duckdb
 import pyarrow as pa
+
+from correlator.errors import SourceError
 
 __all__ = [
     "BLOCKS_DDL",
@@ -199,7 +203,10 @@ def raw_texts(
     """The raw texts of rows, given their span columns (None where a row has no text).
 
     Each block is read and decompressed once; the cursor's transaction must be the one the
-    rows were read in (or a later one: blocks are only ever added).
+    rows were read in (or a later one: a block goes only with the rows pointing into it).
+
+    Raises:
+        SourceError: a block the rows point into is not in the store (a damaged file).
     """
     wanted: set[int] = set()
     for block, at, length in zip(blocks, ats, lengths, strict=True):
@@ -217,7 +224,10 @@ def raw_texts(
         }
     missing = wanted.difference(data)
     if missing:
-        raise LookupError(f"raw block {min(missing)} is missing from the store")
+        raise SourceError(
+            f"raw block {min(missing)} is missing from the store: the database file is "
+            "damaged (ingest its evidence into a new one)"
+        )
     texts: list[str | None] = []
     for block, at, length in zip(blocks, ats, lengths, strict=True):
         if length is None or block is None or at is None:

@@ -336,9 +336,9 @@ def test_a_missing_block_is_named(store: Store) -> None:
     cursor.execute("DELETE FROM raw_blocks WHERE block = 1")
 
     # The first text runs on into block 1; the second lies in it.
-    with pytest.raises(LookupError, match="raw block 1 is missing"):
+    with pytest.raises(SourceError, match="raw block 1 is missing"):
         raw_texts(cursor, [0], [0], [70_000])
-    with pytest.raises(LookupError, match="raw block 1 is missing"):
+    with pytest.raises(SourceError, match="raw block 1 is missing"):
         stored_events(store)
     assert raw_texts(cursor, [0, 1, None], [0, 4464, None], [10, 0, None]) == ["a" * 10, "", None]
 
