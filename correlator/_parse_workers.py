@@ -129,11 +129,8 @@ def parsed_batches(
     if pool is not None:
         yield from until_input_end(parsed_inputs(parse, [(origin, lines)], batch_events, pool))
         return
-    offset = 0
-    for chunk in _chunks(lines, batch_events):
-        # Chunks continue the file's line numbering.
-        yield parse(chunk, origin, offset + 1)
-        offset += len(chunk)
+    for chunk, start_line in _chunks(lines, batch_events):
+        yield parse(chunk, origin, start_line)
 
 
 def parsed_inputs(
@@ -191,10 +188,8 @@ def _batches(
         except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
             yield exc
             return
-        offset = 0
-        for chunk in _chunks(lines, batch_events):
-            yield origin, chunk, offset + 1  # chunks continue the file's line numbering
-            offset += len(chunk)
+        for chunk, start_line in _chunks(lines, batch_events):
+            yield origin, chunk, start_line
         yield _INPUT_END
 
 
@@ -264,15 +259,17 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
     return item.result()
 
 
-def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+def _chunks(lines: Iterable[bytes], size: int) -> Iterator[tuple[list[bytes], int]]:
     """``lines`` in lists of ``size``, or fewer when they reach :data:`BATCH_BYTES` (the
-    last one shorter).
+    last one shorter), each with the number of its first line (from 1: the chunks continue
+    the input's line numbering).
 
     Lines are taken in slices (C loops, no bytecode per line): as many as could not pass
     :data:`BATCH_BYTES` were each of them as long as a line can be read, so that a batch ends
     within one line of the limit.
     """
     iterator = iter(lines)
+    start_line = 1
     while True:
         chunk: list[bytes] = []
         total = 0
@@ -285,4 +282,5 @@ def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
             total += sum(map(len, part))
         if not chunk:
             return
-        yield chunk
+        yield chunk, start_line
+        start_line += len(chunk)

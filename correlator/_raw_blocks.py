@@ -34,6 +34,7 @@ from correlator.errors import SourceError
 __all__ = [
     "BLOCKS_DDL",
     "BLOCK_BYTES",
+    "SMALL_BATCH",
     "SPAN_COLUMNS",
     "Packed",
     "concat",
@@ -55,9 +56,9 @@ BLOCKS_DDL: Final = (
     "CREATE TABLE IF NOT EXISTS raw_blocks (block BIGINT NOT NULL, size INTEGER NOT NULL, "
     "data BLOB NOT NULL USING COMPRESSION uncompressed);"
 )
-#: Up to this many rows, spans are computed in Python: importing ``pyarrow.compute`` costs
-#: 60 ms, a tenth of a pull from Loki, for a batch of a few rows.
-_SMALL_BATCH: Final = 8192
+#: Up to this many rows a batch is handled in Python, spans here and the hashes' check in
+#: ``_writes``: importing ``pyarrow.compute`` costs 60 ms, a tenth of a pull from Loki.
+SMALL_BATCH: Final = 8192
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def pack(table: pa.Table, *, ordered: bool = False) -> Packed:
     _, offsets, values = raw.buffers()
     # Int32 offsets (pa.string), from the array's own offset: a slice shares its parent's.
     first, last = _offset(offsets, raw.offset), _offset(offsets, raw.offset + rows)
-    if rows <= _SMALL_BATCH:
+    if rows <= SMALL_BATCH:
         spans = _spans_small(offsets, raw.offset, rows, raw)
     else:
         spans = _spans(offsets, raw, rows, first)
@@ -211,7 +212,7 @@ def raw_texts(
     wanted: set[int] = set()
     for block, at, length in zip(blocks, ats, lengths, strict=True):
         if length and block is not None and at is not None:
-            wanted.update(range(block, block + (at + length - 1) // BLOCK_BYTES + 1))
+            wanted.update(range(block, _last_block(block, at, length) + 1))
     data: dict[int, bytes] = {}
     if wanted:
         rows = cursor.execute(
@@ -237,7 +238,12 @@ def raw_texts(
         elif at + length <= BLOCK_BYTES:
             texts.append(data[block][at : at + length].decode("utf-8", "replace"))
         else:
-            last = block + (at + length - 1) // BLOCK_BYTES
+            last = _last_block(block, at, length)
             joined = b"".join(data[number] for number in range(block, last + 1))
             texts.append(joined[at : at + length].decode("utf-8", "replace"))
     return texts
+
+
+def _last_block(block: int, at: int, length: int) -> int:
+    """The block the last byte of a text (``length`` > 0) lies in."""
+    return block + (at + length - 1) // BLOCK_BYTES

@@ -23,7 +23,7 @@ from typing import Any, Final
 import duckdb
 import pyarrow as pa
 
-from correlator._raw_blocks import BLOCK_BYTES, Packed
+from correlator._raw_blocks import BLOCK_BYTES, SMALL_BATCH, Packed
 from correlator._schema import COLUMN_LIST, EVENTS_COLUMNS_DDL, INDEX_DDL
 from correlator.model import Reject
 
@@ -114,14 +114,9 @@ def insert_sql(batch: Packed, *, checked: bool = True) -> str:
                 """  # noqa: S608 - column names come from EVENT_COLUMNS, values are bound
 
 
-#: Batches of up to this many rows are checked for repeated hashes in Python: importing
-#: ``pyarrow.compute`` takes 60 ms, a tenth of a pull from Loki, for a set of a few rows.
-_SMALL_BATCH: Final = 8192
-
-
 def _distinct(hashes: pa.ChunkedArray) -> bool:
-    """Whether no hash repeats."""
-    if len(hashes) <= _SMALL_BATCH:
+    """Whether no hash repeats (a small batch's checked in Python: ``SMALL_BATCH``)."""
+    if len(hashes) <= SMALL_BATCH:
         return len(set(hashes.to_pylist())) == len(hashes)
     # Imported here: 60 ms of every CLI query's start-up, and only a large insert needs it.
     import pyarrow.compute as pc
@@ -129,6 +124,8 @@ def _distinct(hashes: pa.ChunkedArray) -> bool:
     return bool(pc.count_distinct(hashes).as_py() == len(hashes))
 
 
+#: The number the next block stored takes.
+_NEXT_BLOCK: Final = "SELECT coalesce(max(block) + 1, 0) FROM raw_blocks"
 #: The blocks (from ``$1`` on) the texts of stored rows lie in.
 _NEW_BLOCKS: Final = (
     "SELECT DISTINCT unnest(range(raw_block, raw_block + (raw_at + raw_len - 1) "  # noqa: S608 - a constant
@@ -139,7 +136,7 @@ _NEW_BLOCKS: Final = (
 def insert_staged(cursor: duckdb.DuckDBPyConnection, batch: Packed, sql: str) -> int:
     """Run :func:`insert_sql`'s ``sql`` with ``batch``'s table as ``staged_events``, and store
     the blocks its inserted rows point into; the rows inserted."""
-    ((base,),) = cursor.execute("SELECT coalesce(max(block) + 1, 0) FROM raw_blocks").fetchall()
+    ((base,),) = cursor.execute(_NEXT_BLOCK).fetchall()
     cursor.register("staged_events", batch.table)
     try:
         row = cursor.execute(sql, [base]).fetchone()
@@ -214,9 +211,7 @@ def mark_unchecked(cursor: duckdb.DuckDBPyConnection) -> None:
     """Note in the store that rows are about to go in unchecked for repeats (a bulk load),
     and the first block their texts can lie in, so that a writer opening it after a crash
     still drops them (:func:`drop_repeats`)."""
-    cursor.execute(
-        "INSERT INTO unchecked_loads SELECT now(), coalesce(max(block) + 1, 0) FROM raw_blocks"
-    )
+    cursor.execute(f"INSERT INTO unchecked_loads SELECT now(), ({_NEXT_BLOCK})")
 
 
 def drop_repeats(cursor: duckdb.DuckDBPyConnection) -> int:

@@ -116,9 +116,9 @@ def test_every_raw_text_reads_back_as_given(
 SPAN_RAWS: list[str | None] = ["ab", None, "", "é" * 40_000, "z"]
 
 
-@pytest.mark.parametrize("small_batch", [_raw_blocks._SMALL_BATCH, 0], ids=["python", "arrow"])
+@pytest.mark.parametrize("small_batch", [_raw_blocks.SMALL_BATCH, 0], ids=["python", "arrow"])
 def test_spans_say_where_each_text_lies(monkeypatch: pytest.MonkeyPatch, small_batch: int) -> None:
-    monkeypatch.setattr(_raw_blocks, "_SMALL_BATCH", small_batch)
+    monkeypatch.setattr(_raw_blocks, "SMALL_BATCH", small_batch)
 
     packed = pack(batch(SPAN_RAWS))
 
@@ -140,7 +140,7 @@ def test_large_and_small_batches_pack_alike(monkeypatch: pytest.MonkeyPatch) -> 
     # A slice: its offsets start past the array's first.
     table = batch(raws).slice(3, 8_990)
     large = pack(table)
-    monkeypatch.setattr(_raw_blocks, "_SMALL_BATCH", 10**9)
+    monkeypatch.setattr(_raw_blocks, "SMALL_BATCH", 10**9)
     small = pack(table)
 
     assert large.table.schema == small.table.schema
