@@ -25,10 +25,11 @@ that the host's drift hits all alike:
 
 - whole process (the default): ``python -m correlator --db FRESH ingest --source KIND
   [--format F --layer L] FILE --quiet``, each into a fresh DuckDB file, from start to exit
-  (wall seconds; CPU seconds and peak RSS of the process and its parse workers). ``ndjson``
-  takes its columnar path with the CLI's default parse workers (one per core); ``nginx`` and
-  ``text`` parse in the ingesting process. The summary the CLI prints must say every record
-  was accepted, none a duplicate and none rejected, else the run fails;
+  (wall seconds; CPU seconds and peak RSS of the process and its parse workers). Every kind
+  is parsed by the CLI's default parse workers (one per core) once its file reaches 64 MiB:
+  ``ndjson`` in threads (its native mapping), ``nginx`` and ``text`` in worker processes;
+  a smaller file is parsed in the ingesting process. The summary the CLI prints must say
+  every record was accepted, none a duplicate and none rejected, else the run fails;
 - ``--parse-only``: the source's parser alone in this process, no store: the lines read with
   ``correlator.ingest.read_lines`` and parsed as the ingest parses them (``ndjson``'s columnar
   parser over 50,000-line batches, the others' row parsers, every event made); the events it

@@ -1,14 +1,17 @@
 """Parsing inputs' batches in workers while the main process stores them.
 
-A source's batches become tables by :func:`batch_parser`: its ``table`` path (ndjson's native
+A source's batches become tables as :func:`reading` says: its ``table`` path (ndjson's native
 mapping), whose heavy part releases the GIL, runs in threads (``parse_pool(threads=True)``,
 nothing crossing a process boundary); its ``columns`` path, pure Python, runs in worker
-processes. :func:`parsed_batches` hands the workers one input's batches a few at a time,
-yielding each parsed batch, as the Arrow table the store inserts, in input order (without a
-pool the batches are parsed in process, the same way); :func:`parsed_inputs` does the same for
-several inputs in turn, the workers running ahead across the end of one input into the next,
-so that they parse while the main process stores an input's last batches (one insert at its
-end, most of the time, for an input of a few batches).
+processes. Batches of a source whose records may span lines (nginx's error messages, text
+tracebacks) are cut only before a line that starts a record (its ``cuts``), so that each
+batch parsed alone gives what the whole input gives. :func:`parsed_batches` hands the
+workers one input's batches a few at a time, yielding each parsed batch, as the Arrow table
+the store inserts, in input order (without a pool the batches are parsed in process, the same
+way); :func:`parsed_inputs` does the same for several inputs in turn, the workers running
+ahead across the end of one input into the next, so that they parse while the main process
+stores an input's last batches (one insert at its end, most of the time, for an input of a
+few batches).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from itertools import islice
 from queue import Full, Queue
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from correlator._line_blocks import LINE_READ_BYTES
 from correlator._raw_blocks import Packed, pack
 from correlator._schema import events_table
-from correlator.model import Reject
+from correlator.model import MAX_LINE_BYTES, Reject
 
 if TYPE_CHECKING:
     from correlator.sources import Columns, Source, Table
@@ -36,12 +40,14 @@ __all__ = [
     "BATCH_BYTES",
     "MAX_WORKERS",
     "BatchParser",
+    "Cut",
     "InputEnd",
     "Parsed",
-    "batch_parser",
+    "Reading",
     "parse_pool",
     "parsed_batches",
     "parsed_inputs",
+    "reading",
     "until_input_end",
 ]
 
@@ -63,6 +69,30 @@ Parsed = tuple[Packed, list[Reject]]
 BatchParser = Callable[[list[bytes], str, int], Parsed]
 """``parse(lines, origin, start_line)``: one batch to the table the store inserts (picklable:
 a ``partial`` of a module-level function, for worker processes)."""
+
+Cut = Callable[[bytes], bool]
+"""``cut(line)``: whether a batch may begin at ``line`` (it starts a record)."""
+
+#: How far past its size a batch goes looking for a line to cut before, line ends counted: a
+#: run of lines that start no record longer than this (lines of no format, a file in the
+#: wrong one) is cut anyway. A record holds at most :data:`~correlator.model.MAX_LINE_BYTES`
+#: of text, so the record such a run continued was full before the cut (nginx's ended there;
+#: a text format's takes no more lines, which it rejects as continuing it, and which after the
+#: cut are rejected as continuing no record: the reason is all that differs).
+CUT_SEARCH_BYTES: Final = MAX_LINE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How one input's lines become parsed batches.
+
+    Attributes:
+        parse: one batch to the table the store inserts.
+        cut: where batches may be cut (None: anywhere; every line is read alone).
+    """
+
+    parse: BatchParser
+    cut: Cut | None = None
 
 
 class InputEnd:
@@ -93,16 +123,22 @@ def parse_pool(workers: int | None = None, *, threads: bool = False) -> Executor
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
 
 
-def batch_parser(source: Source, values: Mapping[str, Any]) -> BatchParser | None:
-    """How a source's batches become tables: its ``table`` path, else its ``columns`` one
-    (None when it has neither); ``values`` are its options' values by name."""
+def reading(source: Source, values: Mapping[str, Any]) -> Reading:
+    """How an input of a source that is :attr:`~correlator.sources.Source.batched` becomes
+    parsed batches: its ``table`` path, else its ``columns`` one, cut where its ``cuts`` say;
+    ``values`` are its options' values by name, settled for the input.
+
+    Raises:
+        ValueError: the source has neither path.
+    """
+    cut = source.cuts(values) if source.cuts is not None else None
     if source.table is not None:
         table = partial(source.table, **values) if values else source.table
-        return partial(_parse_table, table)
+        return Reading(partial(_parse_table, table), cut)
     if source.columns is not None:
         columns = partial(source.columns, **values) if values else source.columns
-        return partial(_parse_chunk, columns)
-    return None
+        return Reading(partial(_parse_chunk, columns), cut)
+    raise ValueError(f"source {source.name!r} is not read in batches")
 
 
 def _parse_table(table: Table, chunk: list[bytes], origin: str, start_line: int) -> Parsed:
@@ -118,31 +154,31 @@ def _parse_chunk(columns: Columns, chunk: list[bytes], origin: str, start_line: 
 
 
 def parsed_batches(
-    parse: BatchParser,
+    read: Reading,
     lines: Iterable[bytes],
     origin: str,
     batch_events: int,
     pool: Executor | None,
 ) -> Iterator[Parsed]:
-    """Parsed batches of ``batch_events`` lines (fewer past :data:`BATCH_BYTES`) in input
-    order, from ``pool`` when given (a few batches ahead: one input of :func:`parsed_inputs`)."""
+    """Parsed batches of about ``batch_events`` lines (fewer past :data:`BATCH_BYTES`, a few
+    more to reach a cut) in input order, from ``pool`` when given (a few batches ahead: one
+    input of :func:`parsed_inputs`)."""
     if pool is not None:
-        yield from until_input_end(parsed_inputs(parse, [(origin, lines)], batch_events, pool))
+        yield from until_input_end(parsed_inputs([(origin, lines, read)], batch_events, pool))
         return
-    for chunk, start_line in _chunks(lines, batch_events):
-        yield parse(chunk, origin, start_line)
+    for chunk, start_line in _chunks(lines, batch_events, read.cut):
+        yield read.parse(chunk, origin, start_line)
 
 
 def parsed_inputs(
-    parse: BatchParser,
-    inputs: Iterable[tuple[str, Iterable[bytes]]],
+    inputs: Iterable[tuple[str, Iterable[bytes], Reading]],
     batch_events: int,
     pool: Executor,
 ) -> Iterator[Parsed | InputEnd]:
     """Each input's parsed batches in order, then an :class:`InputEnd`, input after input.
 
-    ``inputs`` yields ``(origin, lines)``; the lines of one are read before the next is asked
-    for, by a thread of their own (:func:`_read_ahead`): reading a file and splitting its
+    ``inputs`` yields ``(origin, lines, reading)``; the lines of one are read before the next
+    is asked for, by a thread of their own (:func:`_read_ahead`): reading a file and splitting its
     lines goes on while the caller stores. The workers run a few batches ahead, past the end of
     an input into the next. An input that fails to open (``inputs`` raises) raises here only
     once every input before it has been handed over, ended: what came before can be stored
@@ -156,7 +192,7 @@ def parsed_inputs(
             if not isinstance(batch, tuple):
                 pending.append(batch)  # an input's end, or its failure to open, in its place
                 continue
-            origin, chunk, start_line = batch
+            parse, origin, chunk, start_line = batch
             pending.append(pool.submit(parse, chunk, origin, start_line))
             in_flight += 1
             while in_flight >= depth:
@@ -171,25 +207,25 @@ def parsed_inputs(
                 item.cancel()
 
 
-_Batch = tuple[str, list[bytes], int]
+_Batch = tuple[BatchParser, str, list[bytes], int]
 
 
 def _batches(
-    inputs: Iterable[tuple[str, Iterable[bytes]]], batch_events: int
+    inputs: Iterable[tuple[str, Iterable[bytes], Reading]], batch_events: int
 ) -> Iterator[_Batch | InputEnd | BaseException]:
-    """Each input's batches of lines as ``(origin, lines, first line's number)``, then an
-    :class:`InputEnd`; an input that fails to open ends the stream with its exception."""
+    """Each input's batches of lines as ``(parser, origin, lines, first line's number)``, then
+    an :class:`InputEnd`; an input that fails to open ends the stream with its exception."""
     iterator = iter(inputs)
     while True:
         try:
-            origin, lines = next(iterator)
+            origin, lines, read = next(iterator)
         except StopIteration:
             return
         except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
             yield exc
             return
-        for chunk, start_line in _chunks(lines, batch_events):
-            yield origin, chunk, start_line
+        for chunk, start_line in _chunks(lines, batch_events, read.cut):
+            yield read.parse, origin, chunk, start_line
         yield _INPUT_END
 
 
@@ -259,10 +295,13 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
     return item.result()
 
 
-def _chunks(lines: Iterable[bytes], size: int) -> Iterator[tuple[list[bytes], int]]:
+def _chunks(
+    lines: Iterable[bytes], size: int, cut: Cut | None = None
+) -> Iterator[tuple[list[bytes], int]]:
     """``lines`` in lists of ``size``, or fewer when they reach :data:`BATCH_BYTES` (the
     last one shorter), each with the number of its first line (from 1: the chunks continue
-    the input's line numbering).
+    the input's line numbering). With ``cut``, a list goes on past that size up to a line
+    ``cut`` accepts, which begins the next (up to :data:`CUT_SEARCH_BYTES` more).
 
     Lines are taken in slices (C loops, no bytecode per line): as many as could not pass
     :data:`BATCH_BYTES` were each of them as long as a line can be read, so that a batch ends
@@ -270,9 +309,11 @@ def _chunks(lines: Iterable[bytes], size: int) -> Iterator[tuple[list[bytes], in
     """
     iterator = iter(lines)
     start_line = 1
+    held: list[bytes] = []  # the line a cut was found before: the next chunk's first
     while True:
-        chunk: list[bytes] = []
-        total = 0
+        chunk = held
+        total = sum(map(len, held))
+        held = []
         while len(chunk) < size and total < BATCH_BYTES:
             step = min(size - len(chunk), max(1, (BATCH_BYTES - total) // LINE_READ_BYTES))
             part = list(islice(iterator, step))
@@ -280,7 +321,23 @@ def _chunks(lines: Iterable[bytes], size: int) -> Iterator[tuple[list[bytes], in
                 break
             chunk += part
             total += sum(map(len, part))
+        if cut is not None and chunk:
+            held = _up_to_cut(iterator, chunk, cut)
         if not chunk:
             return
         yield chunk, start_line
         start_line += len(chunk)
+
+
+def _up_to_cut(iterator: Iterator[bytes], chunk: list[bytes], cut: Cut) -> list[bytes]:
+    """Append to ``chunk`` the lines up to one ``cut`` accepts, and return that line alone
+    (none: the lines ended, or :data:`CUT_SEARCH_BYTES` of them passed without one)."""
+    searched = 0
+    for line in iterator:
+        if cut(line):
+            return [line]
+        chunk.append(line)
+        searched += len(line) + 1
+        if searched > CUT_SEARCH_BYTES:
+            break
+    return []

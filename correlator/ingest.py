@@ -10,14 +10,16 @@ end: :func:`read_lines`), and a batch ends at :data:`BATCH_EVENTS` lines, events
 alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular files (a FIFO,
 a directory, a device) are refused before anything is read.
 A source's parser, its options and what follows a commit are its declaration's
-(``correlator.sources``): a source with a table path or a columnar parser (NDJSON) takes it
-(no Event objects at all), and on request large files of those kinds are parsed by workers
-while the main thread stores what they return (``_parse_workers``): threads for a table path
-(NDJSON's native mapping, which releases the GIL), processes for a columnar parser in pure
-Python; a reading thread reads the files ahead of them. A source with an ``after_commit``
-(nginx's linking) has it called with the time each input covers once that input is
-committed. A large load into an empty or small store builds the identifier indexes once at
-its end rather than keeping them up row by row (:func:`ingest_paths`).
+(``correlator.sources``): a source with a table path or a columnar parser takes it (NDJSON's
+makes no Event objects at all; nginx's and the text formats' give their row parsers' events
+as columns, batch by batch, batches cut only where a record starts), and on request large
+files of those kinds are parsed by workers while the main thread stores what they return
+(``_parse_workers``): threads for a table path (NDJSON's native mapping, which releases the
+GIL), processes for a columnar parser in pure Python; a reading thread reads the files ahead
+of them, settling each one's ``--format auto`` (text) from its first lines. A source with
+an ``after_commit`` (nginx's linking) has it called with the time each input covers once
+that input is committed. A large load into an empty or small store builds the identifier
+indexes once at its end rather than keeping them up row by row (:func:`ingest_paths`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,18 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from correlator._line_blocks import Progress, read_line_blocks, read_lines
 from correlator._parse_workers import (
     BATCH_BYTES,
     Parsed,
-    batch_parser,
+    Reading,
     parse_pool,
     parsed_batches,
     parsed_inputs,
+    reading,
     until_input_end,
 )
 from correlator._raw_blocks import Packed, concat
@@ -287,30 +293,48 @@ def _ingest_settled(
     pool: Executor | None,
 ) -> IngestResult:
     """:func:`ingest_lines` once the source has settled what the input's first lines decide."""
-    parse_batch = batch_parser(declared, values)
-    if parse_batch is not None:
+    if declared.batched:
+        read = reading(declared, values)
+        span = _Span() if declared.after_commit is not None else None
         with store.bulk():
-            return _store_batches(
-                store, parsed_batches(parse_batch, lines, origin, batch_events, pool)
+            result = _store_batches(
+                store, parsed_batches(read, lines, origin, batch_events, pool), span
             )
+        _after_commit(store, declared, span)
+        return result
     items = parse(lines, origin, **values)
     span = _Span()
     if declared.after_commit is not None:
         items = span.watch(items)
     with store.bulk():
         result = ingest_items(store, items, batch_events=batch_events)
-    if declared.after_commit is not None and span.start_ns is not None and span.end_ns is not None:
-        # After the commit: it reads what was stored, from other cursors.
-        declared.after_commit(store, span.start_ns, span.end_ns)
+    _after_commit(store, declared, span)
     return result
 
 
-def _store_batches(store: Store, batches: Iterable[Parsed]) -> IngestResult:
-    """Store parsed batches, their rejects at once, their tables a few at a time."""
+def _after_commit(store: Store, declared: Source, span: _Span | None) -> None:
+    """The source's ``after_commit``, with the time the committed input's events cover."""
+    if (
+        declared.after_commit is not None
+        and span is not None
+        and span.start_ns is not None
+        and span.end_ns is not None
+    ):
+        # After the commit: it reads what was stored, from other cursors.
+        declared.after_commit(store, span.start_ns, span.end_ns)
+
+
+def _store_batches(
+    store: Store, batches: Iterable[Parsed], span: _Span | None = None
+) -> IngestResult:
+    """Store parsed batches, their rejects at once, their tables a few at a time (``span``
+    widened by each table's events)."""
     result = IngestResult()
     staged: list[Packed] = []
     for batch, rejects in batches:
         result.add(store.insert_rejects(rejects))
+        if span is not None:
+            span.widen(batch.table)
         staged.append(batch)
         # Each insert checks the batch against every stored hash: fewer, larger ones.
         if sum(t.num_rows for t in staged) >= INSERT_EVENTS:
@@ -321,6 +345,11 @@ def _store_batches(store: Store, batches: Iterable[Parsed]) -> IngestResult:
     return result
 
 
+#: The longest request a span reaches back for (~146 years): a hostile ``request_time`` of
+#: ``1e300`` seconds widens it this far, and no further than a nanosecond count can go.
+_MAX_REQUEST_S: Final = 2**62 / 1e9
+
+
 class _Span:
     """The time the events an adapter yielded cover: earliest request start, latest time."""
 
@@ -328,13 +357,34 @@ class _Span:
         self.start_ns: int | None = None
         self.end_ns: int | None = None
 
+    def widen(self, table: pa.Table) -> None:
+        """Widen the span by the events of a table of the ``events`` columns (as
+        :meth:`watch` by each event)."""
+        if table.num_rows == 0:
+            return
+        ts_ns = table.column("ts_ns")
+        duration_ns = pc.round(
+            pc.multiply(
+                pc.min_element_wise(table.column("duration_s").fill_null(0.0), _MAX_REQUEST_S),
+                1_000_000_000,
+            ),
+            round_mode="half_to_even",  # as round() rounds
+        ).cast(pa.int64())
+        start_ns = pc.min(pc.subtract(ts_ns, duration_ns)).as_py()
+        end_ns = pc.max(ts_ns).as_py()
+        if self.start_ns is None or start_ns < self.start_ns:
+            self.start_ns = start_ns
+        if self.end_ns is None or end_ns > self.end_ns:
+            self.end_ns = end_ns
+
     def watch(self, items: Iterable[Event | Reject]) -> Iterator[Event | Reject]:
         """Pass ``items`` through, widening the span by each event's request interval."""
         for item in items:
             if isinstance(item, Event):
                 # An access line is written when its request ends; the request began
                 # duration_s earlier, and an error line of it may be from any time in between.
-                start_ns = item.ts_ns - round((item.duration_s or 0.0) * 1_000_000_000)
+                seconds = min(item.duration_s or 0.0, _MAX_REQUEST_S)
+                start_ns = item.ts_ns - round(seconds * 1_000_000_000)
                 if self.start_ns is None or start_ns < self.start_ns:
                     self.start_ns = start_ns
                 if self.end_ns is None or item.ts_ns > self.end_ns:
@@ -388,6 +438,31 @@ def _flush(
     return result
 
 
+def _readings(
+    declared: Source,
+    inputs: Iterable[tuple[str, Iterable[bytes]]],
+    values: Mapping[str, Any],
+    notes: dict[int, str],
+) -> Iterator[tuple[str, Iterable[bytes], Reading]]:
+    """Each input with how its batches are read: settled from its first lines first, for a
+    source that settles something there (the text source's ``--format auto``), what the
+    settling says going into ``notes`` by the input's index.
+
+    Raises:
+        QueryError: an input cannot be read with ``values`` (its settling says why).
+    """
+    for index, (origin, lines) in enumerate(inputs):
+        settled = dict(values)
+        if declared.settle is not None:
+            lines = iter(lines)
+            head = list(islice(lines, SETTLE_LINES))
+            settled, note = declared.settle(head, values)
+            if note is not None:
+                notes[index] = f"{origin}: {note}"
+            lines = chain(head, lines)
+        yield origin, lines, reading(declared, settled)
+
+
 def _bulk_load(store: Store, input_bytes: int) -> bool:
     """Whether files of ``input_bytes`` are loaded with the identifier indexes built after
     (:meth:`Store.indexes_after`): a large load into a store holding far fewer events than
@@ -412,8 +487,10 @@ def ingest_paths(
     With ``workers`` > 1, files of a kind with a table path or a columnar parser are parsed
     by that many workers (:func:`parse_pool`) when they add up to :data:`PARALLEL_MIN_BYTES`
     or more: started once for all of them, and running ahead from one file into the next
-    (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored.
-    A table path (ndjson, agent) runs in threads. A columnar parser runs in worker processes,
+    (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored;
+    what a source settles from a file's first lines (text's format) is settled per file.
+    A table path (ndjson, agent) runs in threads. A columnar parser (nginx, text) runs in
+    worker processes,
     which are ``spawn``ed: that re-imports the caller's ``__main__`` module, so the program
     must guard its entry point with ``if __name__ == "__main__":`` (as ``multiprocessing``
     requires). Each file is still its own transaction.
@@ -440,7 +517,6 @@ def ingest_paths(
     for path in paths:  # and so does a FIFO, a directory or a device among the paths
         _refuse_irregular(path)
     values = dict(options or {})
-    parse_batch = batch_parser(declared, values)
     sizes = [_size(path) for path in paths]
     damages: list[list[Reject]] = [[] for _ in paths]
     inputs = _inputs(paths, sizes, kind, progress, damages)
@@ -448,21 +524,21 @@ def ingest_paths(
     loading: AbstractContextManager[IngestResult] = (
         store.indexes_after() if _bulk_load(store, sum(sizes)) else nullcontext(IngestResult())
     )
-    # Workers parse batches of an input from its middle: a source that settles something
-    # from each input's first lines is parsed here, input by input.
-    if (
-        parse_batch is not None
-        and declared.settle is None
-        and workers > 1
-        and sum(sizes) >= PARALLEL_MIN_BYTES
-    ):
+    if declared.batched and workers > 1 and sum(sizes) >= PARALLEL_MIN_BYTES:
         threads = declared.table is not None
+        notes: dict[int, str] = {}
+        readings = _readings(declared, inputs, values, notes)
         with loading as repeats, parse_pool(workers, threads=threads) as pool:
-            stream = parsed_inputs(parse_batch, inputs, BATCH_EVENTS, pool)
+            stream = parsed_inputs(readings, BATCH_EVENTS, pool)
             for index in range(len(paths)):
+                span = _Span() if declared.after_commit is not None else None
                 with store.bulk():
-                    result.add(_store_batches(store, until_input_end(stream)))
+                    stored = _store_batches(store, until_input_end(stream), span)
+                if index in notes:  # settled by the reading thread, before the input's end
+                    result.notes.append(notes[index])
+                result.add(stored)
                 result.add(store.insert_rejects(damages[index]))
+                _after_commit(store, declared, span)
     else:
         with loading as repeats:
             for index, (origin, lines) in enumerate(inputs):

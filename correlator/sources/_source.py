@@ -29,6 +29,7 @@ __all__ = [
     "SETTLE_LINES",
     "AfterCommit",
     "Columns",
+    "Cuts",
     "Option",
     "Parser",
     "Reader",
@@ -58,6 +59,13 @@ Table = Callable[..., tuple["pa.Table", list[Reject]]]
 straight into the ``events`` table's Arrow table (``_schema.events_table``'s schema, rows in
 any order). Its heavy part runs without the GIL, so ingest runs it in threads, not worker
 processes: no lines or tables cross a process boundary."""
+
+Cuts = Callable[[Mapping[str, Any]], Callable[[bytes], bool]]
+"""``cuts(values) -> cut``: for a source whose records may span lines (a traceback, an
+nginx error message holding a newline), given its options' values, ``cut(line)`` says whether
+``line`` starts a record whatever came before it, so that a batch of lines may begin there: no
+record spans the cut, and each batch parsed alone gives what the whole input parsed at once
+gives. It runs on a few lines a batch, where batches are cut."""
 
 Settle = Callable[[Sequence[bytes], Mapping[str, Any]], tuple[dict[str, Any], str | None]]
 """``settle(head, values) -> (values, note)``: what a source decides from an input's first
@@ -161,6 +169,8 @@ class Source:
             source that has none (``loki``).
         columns: its columnar parser, when it has one: ingests take it (and, for large files,
             worker processes run it).
+        cuts: where batches of its lines may be cut, when a record may span lines (see
+            :data:`Cuts`); None: every line is read alone.
         table: its path straight into an Arrow table, when it has one: ingests prefer it to
             ``columns`` (and, for large files, threads run it).
         options: the settings its parser takes as keywords (nginx's zone).
@@ -181,6 +191,7 @@ class Source:
     looks_like: str
     parse: Parser | None = None
     columns: Columns | None = None
+    cuts: Cuts | None = None
     table: Table | None = None
     options: tuple[Option, ...] = ()
     reader: Reader | None = None
@@ -189,6 +200,11 @@ class Source:
     join_advice: str | None = None
     guessed: bool = True
     guess_values: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def batched(self) -> bool:
+        """Whether its lines can be parsed in batches (a ``table`` or ``columns`` path)."""
+        return self.table is not None or self.columns is not None
 
     @property
     def reader_options(self) -> tuple[Option, ...]:

@@ -16,8 +16,9 @@ linking of error lines to access lines once an input is committed (:func:`link_s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, timedelta, timezone, tzinfo
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from correlator import _environ
@@ -38,12 +39,20 @@ from correlator.sources._nginx_error import (
     link_errors_to_access,
 )
 from correlator.sources._nginx_request import SOURCE, reject
+from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Option, Source, read_zone
 
 if TYPE_CHECKING:
     from correlator.store import Store
 
-__all__ = ["LINK_GAP_S", "NGINX", "link_errors_to_access", "link_stored", "parse"]
+__all__ = [
+    "LINK_GAP_S",
+    "NGINX",
+    "link_errors_to_access",
+    "link_stored",
+    "parse",
+    "starts_record",
+]
 
 
 def parse(
@@ -52,6 +61,7 @@ def parse(
     *,
     tz_offset_s: float = 0.0,
     zone: tzinfo | None = None,
+    start_line: int = 1,
 ) -> Iterator[Event | Reject]:
     """Read nginx access and error logs, one event per line (per record for multi-line errors).
 
@@ -65,6 +75,7 @@ def parse(
         origin: where they come from (a path, ``http``).
         tz_offset_s: the server's fixed UTC offset in seconds, for error-log times.
         zone: the server's time zone (``_time.parse_zone``), for error-log times.
+        start_line: the number of the first line (a batch's, in the middle of an input).
 
     Returns:
         An iterator of events and, for lines that cannot be read, rejects naming the line and
@@ -78,13 +89,15 @@ def parse(
         raise ValueError("give the nginx server's zone or its tz_offset_s, not both")
     if zone is None:
         zone = timezone(timedelta(seconds=tz_offset_s)) if tz_offset_s else UTC
-    return _records(lines, origin, zone)
+    return _records(lines, origin, zone, start_line)
 
 
-def _records(lines: Iterable[bytes], origin: str, zone: tzinfo) -> Iterator[Event | Reject]:
+def _records(
+    lines: Iterable[bytes], origin: str, zone: tzinfo, start_line: int
+) -> Iterator[Event | Reject]:
     """:func:`parse`'s events and rejects, error-log times read in ``zone``."""
     pending: PendingRecord | None = None
-    for line_no, raw in enumerate(lines, 1):
+    for line_no, raw in enumerate(lines, start_line):
         if pending is not None:
             if _continues(pending, raw):
                 pending.add(raw)
@@ -135,15 +148,26 @@ def _read_line(
 
 def _continues(pending: PendingRecord, raw: bytes) -> bool:
     """Whether ``raw`` continues the pending multi-line error message."""
-    if pending.size + len(raw) + 1 > MAX_LINE_BYTES:
-        return False
-    if ERROR_HEAD_BYTES.match(raw) or COMBINED_BYTES.match(raw) or raw.lstrip()[:1] in (b"{", b"["):
+    if pending.size + len(raw) + 1 > MAX_LINE_BYTES or starts_record(raw):
         return False
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
+
+
+def starts_record(raw: bytes) -> bool:
+    """Whether ``raw`` starts a record of one of the formats (an error line, a ``combined`` or
+    a JSON access line): it ends any multi-line error message before it."""
+    return bool(
+        ERROR_HEAD_BYTES.match(raw) or COMBINED_BYTES.match(raw) or raw.lstrip()[:1] in (b"{", b"[")
+    )
+
+
+def _cuts(_values: Mapping[str, object]) -> Callable[[bytes], bool]:
+    """Where batches of nginx lines may be cut: before a line that starts a record."""
+    return starts_record
 
 
 def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
@@ -189,6 +213,8 @@ NGINX: Final = Source(
     "access logs (a JSON log_format, or combined with ' \"$request_id\"' appended) and "
     "error logs, told apart line by line (--nginx-tz for error-log times)",
     parse=parse,
+    columns=partial(row_columns, parse),
+    cuts=_cuts,
     options=(
         Option(
             "zone",

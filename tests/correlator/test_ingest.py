@@ -465,8 +465,9 @@ def test_ingest_paths_gives_the_zone_to_the_nginx_parser_only(
 
     assert (nginx.accepted, others.accepted) == (2, 1)
     assert _error_links(store) == [(REQUEST_ID, REQUEST_ID)]
-    # nginx has no columnar parser: its files are parsed in this process, whatever workers.
-    assert started_pools == []
+    # nginx's files are parsed in the workers (a batch each), the zone handed to them, and
+    # linked across the files once each is committed; agent's one file is parsed here.
+    assert [pool.submitted for pool in started_pools] == [2]
 
 
 # -- a UTF-8 byte order mark -----------------------------------------------------------------
@@ -628,7 +629,7 @@ def _recording(store: Store, name: str, size: Any, monkeypatch: pytest.MonkeyPat
     ("kind", "line", "method", "size"),
     [
         ("agent", LINES[0], "insert_table", lambda table: table.num_rows),
-        ("nginx", ACCESS, "insert_columns", lambda columns: len(columns["hash"])),
+        ("nginx", ACCESS, "insert_table", lambda table: table.num_rows),
     ],
 )
 def test_a_batch_ends_at_a_size_in_bytes_too(
@@ -656,8 +657,15 @@ def test_a_batch_ends_at_a_size_in_bytes_too(
 def test_a_file_of_nothing_but_rejects_is_stored_in_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Rejects count towards a batch: a file of bad lines was held whole until its end.
+    # Rejects count towards a batch: a file of bad lines was held whole until its end. Lines
+    # that start no record (nginx's continue an error message, when one is open) extend a
+    # batch, up to CUT_SEARCH_BYTES of them (here: one line).
+    monkeypatch.setattr("correlator._parse_workers.CUT_SEARCH_BYTES", 1)
     with Store(tmp_path / "evidence.duckdb") as store:
         batches = _recording(store, "insert_rejects", len, monkeypatch)
         ingest_lines(store, "nginx", [b"not nginx"] * 5, "bad.log", batch_events=2)
+    assert batches == [3, 2]
+    with Store(tmp_path / "evidence.duckdb") as store:
+        batches = _recording(store, "insert_rejects", len, monkeypatch)
+        ingest_lines(store, "agent", [b"not json"] * 5, "bad.log", batch_events=2)
     assert batches == [2, 2, 1]

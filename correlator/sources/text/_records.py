@@ -21,7 +21,7 @@ from typing import Final
 
 from correlator.model import MAX_LINE_BYTES
 
-__all__ = ["MAX_RECORD_LINES", "Orphan", "Record", "records"]
+__all__ = ["MAX_RECORD_LINES", "Orphan", "Record", "record_start", "records"]
 
 #: The most lines one record holds (a deep Java stack trace is a few hundred).
 MAX_RECORD_LINES: Final = 5_000
@@ -125,3 +125,15 @@ def records(
             current.replaced = current.replaced or replaced
     if current is not None:
         yield current
+
+
+def record_start(starts: Callable[[str], bool]) -> Callable[[bytes], bool]:
+    """Whether a raw line starts a record as :func:`records` reads it (``starts`` of the line
+    decoded, a line past the size bound starting none): where batches may be cut."""
+
+    def cut(raw: bytes) -> bool:
+        if raw[-1:] == b"\r":
+            raw = raw[:-1]
+        return len(raw) <= MAX_LINE_BYTES and starts(raw.decode("utf-8", "replace"))
+
+    return cut

@@ -11,21 +11,23 @@ says what it chose.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, tzinfo
+from functools import partial
 from typing import Any, Final
 
 from correlator import _environ
 from correlator.errors import QueryError
 from correlator.model import LAYERS, Event, Reject
 from correlator.sources._lines import excerpt, hasher
+from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Option, Source, read_zone
 from correlator.sources.text._choose import HEAD_LINES, choose, described
 from correlator.sources.text._event import SOURCE, Maker, file_service
 from correlator.sources.text._format import Parsed, TextFormat
 from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._known import rules_for
-from correlator.sources.text._records import Orphan, records
+from correlator.sources.text._records import Orphan, record_start, records
 from correlator.sources.text._rules import IdRules
 from correlator.sources.text._rules_file import TextRules, read_rules
 
@@ -177,6 +179,19 @@ def settle(head: Sequence[bytes], values: Mapping[str, Any]) -> tuple[dict[str, 
     return settled, described(choice, known)
 
 
+def _cuts(values: Mapping[str, Any]) -> Callable[[bytes], bool]:
+    """Where batches of an input's lines may be cut: before a line that starts a record of
+    its format, settled (:func:`settle`) before.
+
+    Raises:
+        ValueError: the format is ``auto``: batches of one input are read in one format.
+    """
+    name = values.get("text_format", AUTO)
+    if name == AUTO:
+        raise ValueError("settle --format auto before cutting an input into batches")
+    return record_start(_format(name, values.get("rules")).starts)
+
+
 def _read_layer(where: str, text: str) -> str:
     if text not in LAYERS:
         raise QueryError(f"{where}: {text!r:.80} is not a layer; use one of {', '.join(LAYERS)}")
@@ -202,6 +217,8 @@ TEXT: Final = Source(
     "journald (journalctl -o json), Python logging, JSON of other logging libraries, or "
     "your own (--text-rules); --format auto (the default) chooses per file and says what",
     parse=parse,
+    columns=partial(row_columns, parse),
+    cuts=_cuts,
     options=(
         Option(
             "text_format",
