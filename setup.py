@@ -1,9 +1,10 @@
 """The one compiled module of the project; everything else is declared in pyproject.toml.
 
-``correlator.sources._record_native`` is the ndjson adapter's record mapping in C (the bulk
-ingest's hot loop), from the sources in ``correlator/sources/native/``: ``pip install -e .``
-builds it with the system's C compiler and Python headers. Without it the same mapping runs
-in Python, several times slower (``correlator.sources._record_batch.NATIVE`` says which).
+``correlator.sources._record_native`` is the bulk ingest's hot loop in C: the ndjson adapter's
+record mapping and nginx's ``combined`` access-line mapping, from the sources in
+``correlator/sources/native/``: ``pip install -e .`` builds it with the system's C compiler
+and Python headers. Without it the same mappings run in Python, several times slower
+(``correlator.sources._native.NATIVE`` says which).
 """
 
 from pathlib import Path

@@ -12,35 +12,25 @@ differs (the declined lines' rows come last), which the store's insert does not 
 hostile lines.
 
 Without the compiled module (a checkout used without installing it) :func:`record_table` maps
-every line in Python, and :data:`NATIVE` says so.
+every line in Python, and :data:`NATIVE` says so (``_native`` imports and configures it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import pyarrow as pa
 
-from agent_logging.schema import MAX_ID_LENGTH
-from correlator._schema import EVENTS_SCHEMA, events_table
-from correlator.model import EVENT_COLUMNS, LAYERS, LEVELS, MAX_LINE_BYTES, OWNER_LAYERS, Reject
-from correlator.sources._fields import LEVEL_WORDS
-
-if TYPE_CHECKING:
-    from correlator.sources._record_native import Buffers
+from correlator._schema import events_table
+from correlator.model import Reject
+from correlator.sources._native import NATIVE as _NATIVE
+from correlator.sources._native import native, native_table
 
 __all__ = ["NATIVE", "NumberedColumns", "record_table"]
 
-_native: ModuleType | None
-try:
-    from correlator.sources import _record_native as _native
-except ImportError:  # pragma: no cover - CI builds it; a bare checkout may not have
-    _native = None
-
 #: Whether the compiled mapping is there (``pip install -e .`` builds it).
-NATIVE: Final = _native is not None
+NATIVE: Final = _NATIVE
 
 NumberedColumns = Callable[
     [Sequence[tuple[int, bytes]], str, str | None, str],
@@ -48,31 +38,6 @@ NumberedColumns = Callable[
 ]
 """``columns(numbered, origin, default_layer, source)``: the Python mapping of numbered lines
 into columns (``ndjson``'s), for the lines the native one declines."""
-
-if _native is not None:
-    _LEVEL_NAMES = list(LEVELS)
-    _native.configure(
-        LAYERS,
-        OWNER_LAYERS,
-        _LEVEL_NAMES,
-        {word: _LEVEL_NAMES.index(level) for word, level in LEVEL_WORDS.items()},
-        MAX_ID_LENGTH,
-        MAX_LINE_BYTES,
-    )
-
-
-def _arrow(rows: int, buffers: dict[str, Buffers]) -> pa.Table:
-    """The table of the native mapping's column buffers (no copy: Arrow takes the bytes)."""
-    arrays = []
-    for name in EVENT_COLUMNS:
-        validity, offsets, values, nulls = buffers[name]
-        kind = EVENTS_SCHEMA.field(name).type
-        parts = [None if validity is None else pa.py_buffer(validity)]
-        if offsets is not None:
-            parts.append(pa.py_buffer(offsets))
-        parts.append(pa.py_buffer(values))
-        arrays.append(pa.Array.from_buffers(kind, rows, parts, null_count=nulls))
-    return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
 
 
 def record_table(
@@ -98,11 +63,11 @@ def record_table(
         The rows (those the Python mapping made last) and the rejects, which only the Python
         mapping makes.
     """
-    if _native is None:
+    if native is None:
         parsed, rejects = columns(list(enumerate(lines, start_line)), origin, default_layer, source)
         return events_table(parsed), rejects
-    rows, buffers, declined = _native.map_lines(lines, source, origin, default_layer)
-    table = _arrow(rows, buffers)
+    rows, buffers, declined = native.map_lines(lines, source, origin, default_layer)
+    table = native_table(rows, buffers)
     if not declined:
         return table, []
     numbered = [(start_line + index, lines[index]) for index in declined]

@@ -1,4 +1,5 @@
-"""The interface of ``correlator/sources/native/`` (the record mapping for the common JSON line)."""
+"""The interface of ``correlator/sources/native/`` (the record mapping for the common JSON
+line, and the nginx combined access line's)."""
 
 from collections.abc import Mapping, Sequence
 
@@ -17,3 +18,4 @@ def configure(
 def map_lines(
     lines: Sequence[bytes], source: str, origin: str, default_layer: str | None
 ) -> tuple[int, dict[str, Buffers], list[int]]: ...
+def map_nginx(lines: Sequence[bytes], origin: str) -> tuple[int, dict[str, Buffers], list[int]]: ...

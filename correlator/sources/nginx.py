@@ -30,6 +30,7 @@ from correlator.sources._nginx_access import (
     access_combined,
     access_json,
 )
+from correlator.sources._nginx_batch import nginx_table
 from correlator.sources._nginx_error import (
     ERROR_HEAD,
     ERROR_HEAD_BYTES,
@@ -214,6 +215,7 @@ NGINX: Final = Source(
     "error logs, told apart line by line (--nginx-tz for error-log times)",
     parse=parse,
     columns=partial(row_columns, parse),
+    table=partial(nginx_table, parse),
     cuts=_cuts,
     options=(
         Option(

@@ -1,5 +1,7 @@
 /* correlator.sources._record_native: the record mapping of correlator/sources/_record.py for
- * the common line, in one native pass (setup.py builds this folder into that module).
+ * the common line, in one native pass (setup.py builds this folder into that module), and
+ * nginx's combined access line the same way (map_nginx: nginx_access.c, which says what it
+ * reads; the rest of this comment is of map_lines, and holds for both).
  *
  * map_lines() takes a batch of JSON lines and, for each line it can map with certainty, does
  * what the Python path does (orjson.loads, record_row_positional, the blake2b content hash)
@@ -32,6 +34,7 @@
 #include "blake2b.h"
 #include "columns.h"
 #include "json_reader.h"
+#include "nginx_access.h"
 #include "record.h"
 
 static size_t MAX_LINE_BYTES;
@@ -199,13 +202,28 @@ PyDoc_STRVAR(map_lines_doc,
 "(validity or None, offsets or None, values, null count), Arrow's buffers; ``declined``\n"
 "lists the indexes of the lines left to the Python mapping. Runs without the GIL.");
 
-static PyObject *map_lines(PyObject *self, PyObject *args) {
-    PyObject *lines;
-    const char *source, *origin, *layer;
-    Py_ssize_t source_len, origin_len, layer_len;
-    if (!PyArg_ParseTuple(args, "Os#s#z#", &lines, &source, &source_len, &origin, &origin_len,
-                          &layer, &layer_len))
-        return NULL;
+/* How one line becomes a row: -1 declines it. */
+typedef int (*Mapper)(const char *line, size_t len, Buf *out, Record *rec,
+                      const Text *default_layer, Row *row);
+
+static int map_json_line(const char *line, size_t len, Buf *out, Record *rec,
+                         const Text *default_layer, Row *row) {
+    if (!utf8_valid((const unsigned char *)line, len)) return -1;
+    Reader r = {line, line + len, out};
+    return read_record(&r, rec) < 0 || map_record(rec, out, default_layer, row) < 0 ? -1 : 0;
+}
+
+static int map_nginx_line(const char *line, size_t len, Buf *out, Record *rec,
+                          const Text *default_layer, Row *row) {
+    return map_combined(line, len, out, row);
+}
+
+/* A batch of lines mapped by ``mapper`` into column buffers (see map_lines_doc); with
+ * ``strip_cr``, a line's last '\r' is not part of it (the record path's raw and hash leave it
+ * out; nginx's keep it, so its mapper sees and declines it). */
+static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t source_len,
+                           const char *origin, Py_ssize_t origin_len, const char *layer,
+                           Py_ssize_t layer_len, Mapper mapper, int strip_cr) {
     if (!CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
@@ -258,19 +276,18 @@ static PyObject *map_lines(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < n; i++) {
             const char *line = data[i];
             size_t len = lens[i];
-            if (len && line[len - 1] == '\r') len--;
-            if (len > MAX_LINE_BYTES || !utf8_valid((const unsigned char *)line, len)) {
+            if (strip_cr && len && line[len - 1] == '\r') len--;
+            if (len > MAX_LINE_BYTES) {
                 declined[i] = 1;
                 continue;
             }
             out.len = 0;
-            if (buf_reserve(&out, 3 * len + 1024) < 0) {
+            if (buf_reserve(&out, 4 * len + 1024) < 0) {
                 failed = 1;
                 break;
             }
-            Reader r = {line, line + len, &out};
             Row row;
-            if (read_record(&r, rec) < 0 || map_record(rec, &out, &default_layer, &row) < 0) {
+            if (mapper(line, len, &out, rec, &default_layer, &row) < 0) {
                 declined[i] = 1;
                 continue;
             }
@@ -314,9 +331,38 @@ static PyObject *map_lines(PyObject *self, PyObject *args) {
     return result;
 }
 
+static PyObject *map_lines(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    const char *source, *origin, *layer;
+    Py_ssize_t source_len, origin_len, layer_len;
+    if (!PyArg_ParseTuple(args, "Os#s#z#", &lines, &source, &source_len, &origin, &origin_len,
+                          &layer, &layer_len))
+        return NULL;
+    return map_batch(lines, source, source_len, origin, origin_len, layer, layer_len,
+                     map_json_line, 1);
+}
+
+PyDoc_STRVAR(map_nginx_doc,
+"map_nginx(lines, origin) -> (rows, columns, declined)\n"
+"\n"
+"Map nginx lines (bytes, without their newline): the combined access lines this module is\n"
+"sure of, as _nginx_access.access_combined does, attrs as JSON text; every other line\n"
+"(error-log lines, JSON access lines, continuations, rejects, and the access lines whose\n"
+"reading depends on more than this module checks) is declined, by index, to the parser.\n"
+"Returns as map_lines does; runs without the GIL.");
+
+static PyObject *map_nginx(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    const char *origin;
+    Py_ssize_t origin_len;
+    if (!PyArg_ParseTuple(args, "Os#", &lines, &origin, &origin_len)) return NULL;
+    return map_batch(lines, "nginx", 5, origin, origin_len, NULL, 0, map_nginx_line, 0);
+}
+
 static PyMethodDef METHODS[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"map_lines", map_lines, METH_VARARGS, map_lines_doc},
+    {"map_nginx", map_nginx, METH_VARARGS, map_nginx_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,8 @@
 /* The record mapping, and the tables it checks against. */
 #include "record.h"
 
+#include "civil.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -51,26 +53,6 @@ static int role_of(const char *key, size_t len) {
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-static int digits(const char *p, int n, int *value) {
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit(p[i])) return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    *value = v;
-    return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (era arithmetic). */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads (YYYY-MM-DDTHH:MM:SS, 1 to 9
  * fraction digits after ".", then Z or ±HH:MM), in the years whose every instant the store
  * holds; anything else (a space, a comma, more digits, another offset form) declines. */
@@ -81,11 +63,8 @@ static int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
     if (digits(s, 4, &year) || digits(s + 5, 2, &month) || digits(s + 8, 2, &day) ||
         digits(s + 11, 2, &hour) || digits(s + 14, 2, &minute) || digits(s + 17, 2, &second))
         return -1;
-    if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1) return -1;
-    static const int month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (day > month_days[month - 1] + (month == 2 && leap)) return -1;
-    if (hour > 23 || minute > 59 || second > 60) return -1;
+    int64_t civil;
+    if (civil_seconds(year, month, day, hour, minute, second, &civil) < 0) return -1;
     size_t i = 19;
     int64_t fraction = 0;
     if (i < n && s[i] == '.') {
@@ -106,14 +85,12 @@ static int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
     } else {
         return -1;
     }
-    int64_t seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 +
-                      second - offset;
-    *ts_ns = seconds * 1000000000LL + fraction;
+    *ts_ns = (civil - offset) * 1000000000LL + fraction;
     return 0;
 }
 
 /* agent_logging.schema's identifier rule (_fields._SAFE_ID). */
-static int safe_id(const char *s, size_t n) {
+int safe_id(const char *s, size_t n) {
     if (n < 1 || n > MAX_ID_LENGTH) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];

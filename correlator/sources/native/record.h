@@ -22,6 +22,9 @@ extern int N_LAYERS, N_OWNERS, N_LEVEL_WORDS, N_LEVEL_NAMES;
 extern size_t MAX_ID_LENGTH;
 
 const Word *word_find(const Word *words, int n, const char *text, size_t len);
+/* Whether an identifier passes agent_logging.schema.id_problem (1 to MAX_ID_LENGTH of
+ * letters, digits and . _ : / @ + ~ -). */
+int safe_id(const char *s, size_t n);
 
 /* A text value of a row: absent (NULL) or bytes somewhere stable while the row is built. */
 typedef struct {
