@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import duckdb
+import pyarrow as pa
 
 from correlator._rows import FETCH_ROWS, fetch_events, one_of, row_filter, time_window
 from correlator._schema import COLUMN_LIST
@@ -154,12 +155,25 @@ def fetch_chosen(
     )
 
 
+_MIN: Final = -(2**63)
+_MAX: Final = 2**63 - 1
+
+
 def nginx_events(
-    cursor: duckdb.DuckDBPyConnection, unlinked_errors: bool, from_ns: int, to_ns: int
+    cursor: duckdb.DuckDBPyConnection,
+    unlinked_errors: bool,
+    from_ns: int,
+    to_ns: int,
+    near: Sequence[tuple[str, str, str, int]] | None = None,
+    slack_ns: int = 0,
 ) -> list[Event]:
     """nginx error events without a ``correlation_id`` (``unlinked_errors``) whose time is in
     ``[from_ns, to_ns)``, or access events whose request meets it, oldest first
-    (``Store.nginx_events`` says why)."""
+    (``Store.nginx_events`` says why; equal times by content hash, so that the linker's
+    choice between requests alike in all is the same whatever the order they were stored
+    in); with ``near``, access events only of a request
+    ``(client, method, path)`` whose interval, widened by ``slack_ns``, holds its time
+    (``(client, method, path, ts_ns)``: an error's, as ``_nginx_error.request_key`` has it)."""
     if unlinked_errors:
         where = (
             "json_extract_string(attrs, '$.log') = 'error' AND correlation_id IS NULL AND ts_ns < ?"
@@ -172,9 +186,34 @@ def nginx_events(
             "json_extract_string(attrs, '$.log') = 'access' "
             "AND ts_ns - ? < coalesce(duration_s, 0) * 1e9"
         )
+    if near is not None and not unlinked_errors:
+        # The errors go in as an Arrow table of this cursor's (no text of theirs in the SQL),
+        # each with the earliest end and the latest start of a request that can hold it. An
+        # interval's start is computed in doubles here: 1 ms more slack keeps every access
+        # line the linker's whole nanoseconds could choose.
+        cursor.register(
+            "linked_errors",
+            pa.table(
+                {
+                    "client": [row[0] for row in near],
+                    "m": [row[1] for row in near],
+                    "p": [row[2] for row in near],
+                    "lo": pa.array([max(row[3] - slack_ns, _MIN) for row in near], pa.int64()),
+                    "hi": pa.array(
+                        [min(row[3] + slack_ns + 1_000_000, _MAX) for row in near], pa.int64()
+                    ),
+                }
+            ),
+        )
+        where += (
+            " AND EXISTS (SELECT 1 FROM linked_errors k WHERE "
+            "k.client = json_extract_string(attrs, '$.client') "
+            "AND k.m = http_method AND k.p = http_path "
+            "AND ts_ns >= k.lo AND ts_ns - coalesce(duration_s, 0) * 1e9 <= k.hi)"
+        )
     sql = (
         f"SELECT {COLUMN_LIST} FROM events WHERE source = 'nginx' AND ts_ns >= ? "  # noqa: S608 - fixed text
-        f"AND {where} ORDER BY ts_ns"
+        f"AND {where} ORDER BY ts_ns, hash"
     )
     return fetch_events(cursor, sql, [from_ns, to_ns])
 

@@ -200,9 +200,28 @@ def rejected(rejects: Sequence[Reject]) -> IngestResult:
 def set_links(
     cursor: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str | None, str, int]]
 ) -> None:
-    """Set ``(correlation_id, attrs)`` of the events with each row's hash, and forget the
-    stored link cardinalities."""
-    cursor.executemany("UPDATE events SET correlation_id = ?, attrs = ? WHERE hash = ?", rows)
+    """Set ``(correlation_id, attrs)`` of the events with each row's hash (the last row of a
+    hash given twice), and forget the stored link cardinalities.
+
+    One ``UPDATE ... FROM`` the rows as an Arrow table: an ``executemany`` of one update per
+    row took 3 ms a row (15 s for the 4,952 links of an hour of access log at 1 % errors).
+    """
+    last = {row[2]: row for row in rows}
+    links = pa.table(
+        {
+            "correlation_id": pa.array([row[0] for row in last.values()], pa.string()),
+            "attrs": pa.array([row[1] for row in last.values()], pa.string()),
+            "hash": pa.array(list(last), pa.int64()),
+        }
+    )
+    cursor.register("new_links", links)
+    try:
+        cursor.execute(
+            "UPDATE events SET correlation_id = l.correlation_id, attrs = l.attrs "
+            "FROM new_links l WHERE events.hash = l.hash"
+        )
+    finally:
+        cursor.unregister("new_links")
     # The links changed without the event count changing: the cardinalities are stale.
     cursor.execute("DELETE FROM link_cardinality")
 

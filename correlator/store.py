@@ -449,7 +449,13 @@ class Store:
         )
 
     def nginx_events(
-        self, *, unlinked_errors: bool, from_ns: int = 0, to_ns: int = 2**62
+        self,
+        *,
+        unlinked_errors: bool,
+        from_ns: int = 0,
+        to_ns: int = 2**62,
+        near: Sequence[tuple[str, str, str, int]] | None = None,
+        slack_ns: int = 0,
     ) -> list[Event]:
         """nginx error events not yet linked to their request, or nginx access events, near a
         window (for linking the two across files: they arrive in different files).
@@ -464,12 +470,17 @@ class Store:
                 access events.
             from_ns: the window's start (included).
             to_ns: the window's end (excluded).
+            near: access events only of a request ``(client, method, path, ts_ns)`` whose
+                interval, widened by ``slack_ns``, holds its time: the errors to link, as
+                ``_nginx_error.request_key`` names their requests (no other access event can
+                be linked to them).
+            slack_ns: how far outside its interval a request may lie from an error.
 
         Returns:
             The events, oldest first.
         """
         with self._reader() as cursor:
-            return _reads.nginx_events(cursor, unlinked_errors, from_ns, to_ns)
+            return _reads.nginx_events(cursor, unlinked_errors, from_ns, to_ns, near, slack_ns)
 
     def cluster(self) -> None:
         """Rewrite the events in ``(node_id, ts_ns, hash)`` order, indexes included.

@@ -32,6 +32,7 @@ __all__ = [
     "PendingRecord",
     "error_event",
     "link_errors_to_access",
+    "request_key",
 ]
 
 _NS: Final = 1_000_000_000
@@ -275,7 +276,7 @@ def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = LINK_GA
     slack_ns = round(max_gap_s * _NS)
     requests: dict[tuple[str, str, str], list[tuple[int, int, Event]]] = {}
     for event in events:
-        key = _request_key(event, "access")
+        key = request_key(event, "access")
         if key is not None:
             duration_ns = round((event.duration_s or 0.0) * _NS)
             requests.setdefault(key, []).append((event.ts_ns, event.ts_ns - duration_ns, event))
@@ -285,7 +286,7 @@ def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = LINK_GA
         longest_ns[key] = max(end - start for end, start, _ in entries)
     linked: list[Event] = []
     for event in events:
-        key = _request_key(event, "error")
+        key = request_key(event, "error")
         entries = requests.get(key, []) if key is not None else []
         if key is None or not entries or event.correlation_id is not None:
             linked.append(event)
@@ -314,7 +315,9 @@ def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = LINK_GA
     return linked
 
 
-def _request_key(event: Event, log: str) -> tuple[str, str, str] | None:
+def request_key(event: Event, log: str) -> tuple[str, str, str] | None:
+    """The request an nginx event of ``log`` (``access`` or ``error``) names, as the linker
+    matches the two: ``(client, method, path)``; None for another event or one naming none."""
     if event.source != SOURCE or event.attrs.get("log") != log:
         return None
     client = event.attrs.get("client")

@@ -38,6 +38,7 @@ from correlator.sources._nginx_error import (
     PendingRecord,
     error_event,
     link_errors_to_access,
+    request_key,
 )
 from correlator.sources._nginx_request import SOURCE, reject
 from correlator.sources._row_columns import row_columns
@@ -197,12 +198,21 @@ def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
     )
     if not errors:
         return 0
-    # Every access line the linker could choose for one of these errors, and no other: one
-    # whose request, widened by the tolerance, holds an error's time.
+    # Every access line the linker could choose for one of these errors, and no other: one of
+    # the same request (client, method, path) whose interval, widened by the tolerance, holds
+    # the error's time. (Reading every access line of the window made an hour of access log
+    # with 1 % error lines cost 20 s more than without them.)
+    near = [
+        (*key, error.ts_ns) for error in errors if (key := request_key(error, "error")) is not None
+    ]
+    if not near:
+        return 0
     access = store.nginx_events(
         unlinked_errors=False,
         from_ns=errors[0].ts_ns - gap_ns,
         to_ns=errors[-1].ts_ns + gap_ns + 1,
+        near=near,
+        slack_ns=gap_ns,
     )
     linked = link_errors_to_access([*errors, *access])
     gained = [e for e in linked[: len(errors)] if e.correlation_id is not None]

@@ -424,6 +424,34 @@ def test_an_nginx_ingest_reads_only_what_lies_near_its_lines(
     ]
 
 
+def test_an_nginx_ingest_reads_only_the_access_lines_of_the_errors_requests(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Other requests at the same second (another path, another client, another method) are
+    # not read: no error line names them.
+    others = [
+        ACCESS.replace(b"/v1/allocations", b"/v1/nodes"),
+        ACCESS.replace(b"127.0.0.1 -", b"10.0.0.7 -"),
+        ACCESS.replace(b'"POST ', b'"GET '),
+    ]
+    others = [line.replace(b"4f7c", b"%04x" % n) for n, line in enumerate(others)]
+    ingest_lines(store, "nginx", [*others, ERROR], "history.log")
+    examined: list[tuple[str, str]] = []
+    nginx_events = Store.nginx_events
+
+    def spy(self: Store, **window: Any) -> list[Event]:
+        events = nginx_events(self, **window)
+        examined.extend((e.attrs["log"], e.raw) for e in events)
+        return events
+
+    monkeypatch.setattr(Store, "nginx_events", spy)
+    ingest_lines(store, "nginx", [ACCESS], "http")
+    assert examined == [("error", ERROR.decode()), ("access", ACCESS.decode())]
+    assert _error_links(store) == [
+        ("4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f", "4f7c0b2e9d1a4c3b8e6f5a4b3c2d1e0f")
+    ]
+
+
 #: ACCESS and ERROR as a server on Berlin time writes them (+01:00 in November): the access
 #: line's time says so, the error line's does not.
 ACCESS_BERLIN = ACCESS.replace(b"[22/Nov/2026:12:00:01 +0000]", b"[22/Nov/2026:13:00:01 +0100]")
