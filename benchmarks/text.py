@@ -27,13 +27,14 @@ that the host's drift hits all alike:
   [--format F --layer L] FILE --quiet``, each into a fresh DuckDB file, from start to exit
   (wall seconds; CPU seconds and peak RSS of the process and its parse workers). Every kind
   is parsed by the CLI's default parse workers (one per core) once its file reaches 64 MiB:
-  ``ndjson`` in threads (its native mapping), ``nginx`` and ``text`` in worker processes;
+  ``ndjson`` and ``nginx`` in threads (their native mappings), ``text`` in worker processes;
   a smaller file is parsed in the ingesting process. The summary the CLI prints must say
   every record was accepted, none a duplicate and none rejected, else the run fails;
-- ``--parse-only``: the source's parser alone in this process, no store: the lines read with
-  ``correlator.ingest.read_lines`` and parsed as the ingest parses them (``ndjson``'s columnar
-  parser over 50,000-line batches, the others' row parsers, every event made); the events it
-  yields must be every record.
+- ``--parse-only``: the source's parsing alone in this process, no store: the lines read with
+  ``correlator.ingest.read_lines`` and parsed as the ingest's workers parse them, one batch of
+  50,000 lines after the other (``_parse_workers.reading``: ndjson's and nginx's native
+  mappings, text's row parser into columns; each batch packed for the store, its raw texts
+  compressed); the events must be every record.
 
 events/s is the records accepted (events) over the median seconds; each kind's ratio to
 ``ndjson``, ``nginx`` and ``nginx-access`` is of those rates, from the same run (above 1:
@@ -636,14 +637,14 @@ def parse_only(kind: Kind, written: Written, limit: int | None = None) -> dict[s
     origin = str(written.path)
     events = rejects = 0
     started = time.perf_counter()
-    if declared.columns is not None:
-        lines = _lines(written.path, limit)
-        start_line = 1
-        while chunk := list(itertools.islice(lines, BATCH_LINES)):
-            columns, rejected = declared.columns(chunk, origin, start_line=start_line)
-            events += len(columns["ts_ns"])
+    if declared.batched:
+        from correlator._parse_workers import chunks, reading
+
+        read = reading(declared, dict(kind.options))
+        for chunk, start_line in chunks(_lines(written.path, limit), BATCH_LINES, read.cut):
+            packed, rejected = read.parse(chunk, origin, start_line)
+            events += packed.table.num_rows
             rejects += len(rejected)
-            start_line += len(chunk)
     elif declared.parse is not None:
         from correlator.model import Event
 

@@ -44,6 +44,7 @@ __all__ = [
     "InputEnd",
     "Parsed",
     "Reading",
+    "chunks",
     "parse_pool",
     "parsed_batches",
     "parsed_inputs",
@@ -166,7 +167,7 @@ def parsed_batches(
     if pool is not None:
         yield from until_input_end(parsed_inputs([(origin, lines, read)], batch_events, pool))
         return
-    for chunk, start_line in _chunks(lines, batch_events, read.cut):
+    for chunk, start_line in chunks(lines, batch_events, read.cut):
         yield read.parse(chunk, origin, start_line)
 
 
@@ -224,7 +225,7 @@ def _batches(
         except Exception as exc:  # noqa: BLE001 - raised again, in order, by _taken
             yield exc
             return
-        for chunk, start_line in _chunks(lines, batch_events, read.cut):
+        for chunk, start_line in chunks(lines, batch_events, read.cut):
             yield read.parse, origin, chunk, start_line
         yield _INPUT_END
 
@@ -295,7 +296,7 @@ def _taken(item: Future[Parsed] | InputEnd | BaseException) -> Parsed | InputEnd
     return item.result()
 
 
-def _chunks(
+def chunks(
     lines: Iterable[bytes], size: int, cut: Cut | None = None
 ) -> Iterator[tuple[list[bytes], int]]:
     """``lines`` in lists of ``size``, or fewer when they reach :data:`BATCH_BYTES` (the

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from correlator._parse_workers import _chunks, reading
+from correlator._parse_workers import chunks, reading
 from correlator._schema import columns_from_events, events_table
 from correlator.errors import QueryError
 from correlator.ingest import _after_commit, _Span, ingest_items, ingest_lines, ingest_paths
@@ -100,11 +100,11 @@ def _batched(
     assert parse is not None
     cut = reading(declared, values).cut
     items: list[Event | Reject] = []
-    chunks = []
-    for chunk, start_line in _chunks(lines, size, cut):
-        chunks.append(chunk)
+    batches = []
+    for chunk, start_line in chunks(lines, size, cut):
+        batches.append(chunk)
         items += parse(chunk, "f.log", start_line=start_line, **values)
-    return items, chunks
+    return items, batches
 
 
 @pytest.mark.parametrize(
@@ -117,9 +117,9 @@ def test_batches_parsed_alone_give_what_the_whole_input_gives(
 ) -> None:
     lines = data.draw(st.lists(st.sampled_from(samples + _HOSTILE), max_size=40))
     size = data.draw(st.integers(1, 8))
-    items, chunks = _batched(kind, values, lines, size)
+    items, batches = _batched(kind, values, lines, size)
     assert items == _whole(kind, values, lines)
-    assert [line for chunk in chunks for line in chunk] == lines
+    assert [line for batch in batches for line in batch] == lines
 
 
 def test_a_batch_is_cut_only_before_a_line_that_starts_a_record() -> None:
@@ -128,10 +128,10 @@ def test_a_batch_is_cut_only_before_a_line_that_starts_a_record() -> None:
     values = {"text_format": "python", "layer": "node"}
     cut = reading(source("text"), values).cut
     assert cut is not None
-    chunks = [chunk for chunk, _ in _chunks(lines, 1, cut)]
-    assert all(cut(chunk[0]) for chunk in chunks)
-    assert any(len(chunk) > 1 for chunk in chunks)  # the multi-line records
-    assert [line for chunk in chunks for line in chunk] == lines
+    batches = [chunk for chunk, _ in chunks(lines, 1, cut)]
+    assert all(cut(batch[0]) for batch in batches)
+    assert any(len(batch) > 1 for batch in batches)  # the multi-line records
+    assert [line for batch in batches for line in batch] == lines
 
 
 def test_the_text_source_cuts_only_once_its_format_is_settled() -> None:
