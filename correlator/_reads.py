@@ -181,10 +181,11 @@ def nginx_events(
     else:
         # ts_ns - duration < to_ns, with the duration unrounded: never later than the
         # linker's start (it rounds to whole nanoseconds), and no cast of a huge duration
-        # to BIGINT that could overflow.
+        # to BIGINT that could overflow; ts_ns - to_ns in HUGEINT, for the same reason (a
+        # time at one end of the range, a window at the other).
         where = (
             "json_extract_string(attrs, '$.log') = 'access' "
-            "AND ts_ns - ? < coalesce(duration_s, 0) * 1e9"
+            "AND CAST(ts_ns AS HUGEINT) - ? < coalesce(duration_s, 0) * 1e9"
         )
     if near is not None and not unlinked_errors:
         # The errors go in as an Arrow table of this cursor's (no text of theirs in the SQL),

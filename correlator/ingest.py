@@ -51,7 +51,7 @@ from correlator._parse_workers import (
 from correlator._raw_blocks import Packed, concat
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
-from correlator.model import Event, Reject
+from correlator.model import MAX_REQUEST_S, TS_RANGE_NS, Event, Reject, request_start_ns
 from correlator.sources import SETTLE_LINES, Parser, Source, source
 from correlator.store import IngestResult, Store
 
@@ -345,11 +345,6 @@ def _store_batches(
     return result
 
 
-#: The longest request a span reaches back for (~146 years): a hostile ``request_time`` of
-#: ``1e300`` seconds widens it this far, and no further than a nanosecond count can go.
-_MAX_REQUEST_S: Final = 2**62 / 1e9
-
-
 class _Span:
     """The time the events an adapter yielded cover: earliest request start, latest time."""
 
@@ -365,12 +360,14 @@ class _Span:
         ts_ns = table.column("ts_ns")
         duration_ns = pc.round(
             pc.multiply(
-                pc.min_element_wise(table.column("duration_s").fill_null(0.0), _MAX_REQUEST_S),
+                pc.min_element_wise(table.column("duration_s").fill_null(0.0), MAX_REQUEST_S),
                 1_000_000_000,
             ),
             round_mode="half_to_even",  # as round() rounds
         ).cast(pa.int64())
-        start_ns = pc.min(pc.subtract(ts_ns, duration_ns)).as_py()
+        starts = pc.subtract(ts_ns, duration_ns)  # wraps below the range: clamped, as
+        starts = pc.if_else(pc.greater(starts, ts_ns), TS_RANGE_NS[0], starts)  # request_start_ns
+        start_ns = pc.min(starts).as_py()
         end_ns = pc.max(ts_ns).as_py()
         if self.start_ns is None or start_ns < self.start_ns:
             self.start_ns = start_ns
@@ -383,8 +380,7 @@ class _Span:
             if isinstance(item, Event):
                 # An access line is written when its request ends; the request began
                 # duration_s earlier, and an error line of it may be from any time in between.
-                seconds = min(item.duration_s or 0.0, _MAX_REQUEST_S)
-                start_ns = item.ts_ns - round(seconds * 1_000_000_000)
+                start_ns = request_start_ns(item.ts_ns, item.duration_s)
                 if self.start_ns is None or start_ns < self.start_ns:
                     self.start_ns = start_ns
                 if self.end_ns is None or item.ts_ns > self.end_ns:

@@ -22,11 +22,14 @@ __all__ = [
     "LAYERS",
     "LEVELS",
     "MAX_LINE_BYTES",
+    "MAX_REQUEST_S",
     "OWNER_LAYERS",
+    "TS_RANGE_NS",
     "Event",
     "Reject",
     "content_hash",
     "hash_text",
+    "request_start_ns",
     "state_name",
 ]
 
@@ -114,6 +117,21 @@ class Reject:
     line_no: int
     reason: str
     excerpt: str
+
+
+#: The times an event can have, nanoseconds since the epoch: what a BIGINT holds.
+TS_RANGE_NS: Final = (-(2**63), 2**63 - 1)
+#: The longest request a request's start reaches back for (~146 years): a hostile
+#: ``duration_s`` of ``1e300`` counts as this long, never as an infinite or overflowing span.
+MAX_REQUEST_S: Final = 2**62 / 1e9
+
+
+def request_start_ns(ts_ns: int, duration_s: float | None) -> int:
+    """When a request that ended at ``ts_ns`` began: ``duration_s`` earlier (at most
+    :data:`MAX_REQUEST_S`), rounded to a whole nanosecond, and never before the earliest time
+    an event can have (:data:`TS_RANGE_NS`)."""
+    seconds = min(duration_s or 0.0, MAX_REQUEST_S)
+    return max(ts_ns - round(seconds * 1_000_000_000), TS_RANGE_NS[0])
 
 
 def content_hash(source: str, raw: bytes | str) -> int:

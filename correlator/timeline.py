@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from correlator.model import Event
+from correlator.model import Event, request_start_ns
 
 __all__ = ["ClockOffset", "Timeline", "build", "estimate_offsets", "source_key"]
 
@@ -82,9 +82,9 @@ def estimate_offsets(events: Sequence[Event]) -> dict[str, ClockOffset]:
             continue
         outer = _outer_request(ingress[e.correlation_id], e)
         outer_end = outer.ts_ns
-        outer_start = outer_end - int((outer.duration_s or 0.0) * _NS)
+        outer_start = request_start_ns(outer_end, outer.duration_s)  # 1e300 s: bounded
         inner_end = e.ts_ns
-        inner_start = inner_end - int((e.duration_s or 0.0) * _NS)
+        inner_start = request_start_ns(inner_end, e.duration_s)
         low = (outer_start - inner_start) / _NS  # smallest shift keeping the start inside
         high = (outer_end - inner_end) / _NS  # largest shift keeping the end inside
         if low > high:  # the inner request lasted longer than the outer: centre it

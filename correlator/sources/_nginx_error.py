@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 from typing import Any, Final
 
-from correlator.model import Event, Reject, content_hash
+from correlator.model import Event, Reject, content_hash, request_start_ns
 from correlator.sources._nginx_request import SOURCE, clip, reject, request_line, service_name
 from correlator.sources._time import parse_nginx_error_ns
 
@@ -278,8 +278,8 @@ def link_errors_to_access(events: Sequence[Event], *, max_gap_s: float = LINK_GA
     for event in events:
         key = request_key(event, "access")
         if key is not None:
-            duration_ns = round((event.duration_s or 0.0) * _NS)
-            requests.setdefault(key, []).append((event.ts_ns, event.ts_ns - duration_ns, event))
+            start_ns = request_start_ns(event.ts_ns, event.duration_s)
+            requests.setdefault(key, []).append((event.ts_ns, start_ns, event))
     longest_ns: dict[tuple[str, str, str], int] = {}
     for key, entries in requests.items():
         entries.sort(key=lambda entry: entry[0])

@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from correlator import _environ
-from correlator.model import MAX_LINE_BYTES, Event, Reject
+from correlator.model import MAX_LINE_BYTES, TS_RANGE_NS, Event, Reject
 from correlator.sources._lines import excerpt, unreadable
 from correlator.sources._nginx_access import (
     COMBINED,
@@ -192,9 +192,14 @@ def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
         How many error events gained a link.
     """
     gap_ns = round(LINK_GAP_S * 1_000_000_000)
+    lowest, highest = TS_RANGE_NS
+
+    def clamped(ns: int) -> int:  # a window past the range's ends (hostile times) stops there
+        return min(max(ns, lowest), highest)
+
     # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
     errors = store.nginx_events(
-        unlinked_errors=True, from_ns=from_ns - gap_ns, to_ns=to_ns + gap_ns + 1
+        unlinked_errors=True, from_ns=clamped(from_ns - gap_ns), to_ns=clamped(to_ns + gap_ns + 1)
     )
     if not errors:
         return 0
@@ -209,8 +214,8 @@ def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
         return 0
     access = store.nginx_events(
         unlinked_errors=False,
-        from_ns=errors[0].ts_ns - gap_ns,
-        to_ns=errors[-1].ts_ns + gap_ns + 1,
+        from_ns=clamped(errors[0].ts_ns - gap_ns),
+        to_ns=clamped(errors[-1].ts_ns + gap_ns + 1),
         near=near,
         slack_ns=gap_ns,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,4 +85,39 @@ def test_stored_links_are_the_linkers_over_every_event(
             files = [("access.log", access_lines), ("error.log", error_lines)]
             for origin, lines in files if order == "ae" else files[::-1]:
                 ingest_lines(store, "nginx", lines, origin)
+        assert _links(store) == expected
+
+
+_EDGES: Final = [
+    "21/Sep/1677:00:12:44 +0000",
+    "01/Jan/1678:00:00:00 +0000",
+    "11/Apr/2262:23:47:16 +0000",
+]
+
+
+@pytest.mark.parametrize("access_time", _EDGES)
+@pytest.mark.parametrize(
+    "error_time", ["1677/09/21 00:12:44", "1678/01/01 00:00:01", "2262/04/11 23:47:16"]
+)
+def test_hostile_times_and_durations_are_linked_without_an_error(
+    tmp_path: Path, access_time: str, error_time: str
+) -> None:
+    # A request of 1e300 s at either end of the times a store holds, and an error line at
+    # either end: the span, the windows and the linker stay within the range (they raised
+    # OverflowError, or DuckDB's "Overflow in subtraction of INT64", before).
+    access = (
+        f'127.0.0.1 - - [{access_time}] "GET /v1/x HTTP/1.1" 502 0 "-" "curl" "abc" rt=1e300'
+    ).encode()
+    error = (
+        f"{error_time} [error] 7#7: *1 connect() failed, client: 127.0.0.1, server: s, "
+        'request: "GET /v1/x HTTP/1.1"'
+    ).encode()
+    every = [item for item in parse([access, error], "all") if isinstance(item, Event)]
+    expected = {
+        e.hash: e.correlation_id
+        for e in link_errors_to_access(sorted(every, key=lambda e: (e.ts_ns, e.hash)))
+        if e.attrs["log"] == "error"
+    }
+    with Store(tmp_path / "evidence.duckdb") as store:
+        assert ingest_lines(store, "nginx", [access, error], "f.log").accepted == 2
         assert _links(store) == expected

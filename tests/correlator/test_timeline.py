@@ -118,6 +118,18 @@ def test_the_outer_request_is_the_nearest_of_the_same_route(
     assert (offset.offset_s, offset.pairs) == (pytest.approx(expected_offset, abs=1e-6), 1)
 
 
+@pytest.mark.parametrize("duration_s", [1e300, 1.7e308])
+def test_a_hostile_request_duration_gives_an_offset_not_an_error(duration_s: float) -> None:
+    # A stored request of 1e300 s (a hostile $request_time) made int(inf) raise OverflowError
+    # and the timeline fail; such a request reaches back to the earliest time there is.
+    events = [
+        dataclasses.replace(_request(10, "ingress"), duration_s=duration_s),
+        _request(10, "api"),
+    ]
+    offset = estimate_offsets(events)["api:api"]
+    assert offset.pairs == 1
+
+
 def test_no_ingress_means_no_offsets() -> None:
     assert estimate_offsets([ev(0, "api", "request", http_status=200, correlation_id="c-1")]) == {}
 
