@@ -26,6 +26,7 @@ from correlator.model import Event, Reject
 from correlator.sources import source
 from correlator.sources.nginx import parse as nginx_parse
 from correlator.sources.text import FORMATS
+from correlator.sources.text._rules_file import read_rules
 from correlator.store import Store
 from tests.correlator.conftest import RecordingPool
 from tests.stored import stored_events
@@ -225,3 +226,51 @@ def test_a_text_file_no_format_reads_stops_the_ingest_after_the_files_before_it(
         with pytest.raises(QueryError, match="format"):
             ingest_paths(store, "text", [good, bad], workers=2, options={"layer": "node"})
         assert store.count() == len(stored_events(store)) > 0  # the first file's events
+
+
+_RULES: Final = r"""
+[formats.billing]
+pattern = '^(?P<time>\S+ \S+) (?P<level>[A-Z]+) \[(?P<request_id>[^\]]*)\] '
+start = '^\d{4}-'
+time_format = '%Y-%m-%d %H:%M:%S,%f'
+zone = 'Europe/Berlin'
+
+[[identifiers]]
+field = 'request_id'
+to = 'correlation_id'
+formats = ['billing']
+
+[[layers]]
+match = '^billing'
+layer = 'api'
+"""
+
+
+def test_an_operators_own_format_is_read_in_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
+) -> None:
+    # The rules file (its compiled patterns) goes to the workers with each batch, and its
+    # format's start pattern cuts the batches: a folded line stays with its record.
+    monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("correlator.ingest.BATCH_EVENTS", 7)
+    rules_path = tmp_path / "rules.toml"
+    rules_path.write_text(_RULES)
+    rules = read_rules(str(rules_path), frozenset(FORMATS))
+    lines = []
+    for n in range(60):
+        lines.append(f"2026-11-29 04:29:{n:02d},123 ERROR [req-{n}] charge failed".encode())
+        if n % 4 == 0:
+            lines.append(b"  at billing.charge(Billing.java:42)")
+    path = tmp_path / "billing.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    values = {"rules": rules}
+    with Store(tmp_path / "workers.duckdb") as workers, Store(tmp_path / "here.duckdb") as here:
+        parallel = ingest_paths(workers, "text", [path], workers=2, options=values)
+        serial = ingest_paths(here, "text", [path], workers=1, options=values)
+        stored = stored_events(workers)
+        assert stored == stored_events(here)
+    assert parallel == serial
+    assert parallel.accepted == 60
+    assert sum("\n" in e.raw for e in stored) == 15  # the folded lines, each in its record
+    assert {e.correlation_id for e in stored} == {f"req-{n}" for n in range(60)}
+    assert started_pools[0].submitted > 1 and started_pools[0].ran_elsewhere()

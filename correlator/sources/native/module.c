@@ -210,17 +210,24 @@ static int map_json_line(const char *line, size_t len, Buf *out, Record *rec,
                          const Text *default_layer, Row *row) {
     if (!utf8_valid((const unsigned char *)line, len)) return -1;
     Reader r = {line, line + len, out};
-    return read_record(&r, rec) < 0 || map_record(rec, out, default_layer, row) < 0 ? -1 : 0;
+    if (read_record(&r, rec) < 0 || map_record(rec, out, default_layer, row) < 0) return -1;
+    row->raw_len = len;
+    return 0;
 }
 
+/* nginx's parser hashes the line as read and keeps it without its trailing '\r's. */
 static int map_nginx_line(const char *line, size_t len, Buf *out, Record *rec,
                           const Text *default_layer, Row *row) {
-    return map_combined(line, len, out, row);
+    size_t text_len = len;
+    while (text_len && line[text_len - 1] == '\r') text_len--;
+    if (map_combined(line, text_len, out, row) < 0) return -1;
+    row->raw_len = text_len;
+    return 0;
 }
 
 /* A batch of lines mapped by ``mapper`` into column buffers (see map_lines_doc); with
  * ``strip_cr``, a line's last '\r' is not part of it (the record path's raw and hash leave it
- * out; nginx's keep it, so its mapper sees and declines it). */
+ * out; nginx's hash keeps it, and its mapper leaves it out of the raw text). */
 static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t source_len,
                            const char *origin, Py_ssize_t origin_len, const char *layer,
                            Py_ssize_t layer_len, Mapper mapper, int strip_cr) {
@@ -292,7 +299,7 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
                 continue;
             }
             row.hash = b2_hash(start, (const uint8_t *)line, len);
-            if (append_row(cols, &row, source_text, origin_text, (Text){line, len}) < 0) {
+            if (append_row(cols, &row, source_text, origin_text, (Text){line, row.raw_len}) < 0) {
                 failed = 1;
                 break;
             }

@@ -3,7 +3,8 @@
  * _nginx_request.access_event (the event: level, owner, identifiers, attrs), for the lines
  * it can read with certainty.
  *
- * Such a line is printable ASCII without a backslash (so nothing is escaped, no character is
+ * Such a line (its trailing '\r's aside, which its raw text leaves out and its hash keeps, as
+ * the parser's do) is printable ASCII without a backslash (so nothing is escaped, no character is
  * a Unicode digit or space, and each field is read one way only), starts no error-log or JSON
  * line, has a request line, a $time_local of the store's years, an HTTP status, and appended
  * fields whose meaning does not depend on a header the API reads (baggage, traceparent,

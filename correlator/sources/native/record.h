@@ -33,6 +33,7 @@ typedef struct {
 } Text;
 
 typedef struct {
+    size_t raw_len; /* the raw text: the line's first raw_len bytes (its hash is of all) */
     int64_t ts_ns, hash, status;
     double duration;
     int has_status, has_duration;
