@@ -29,6 +29,7 @@ from correlator.sources.text import FORMATS
 from correlator.sources.text._rules_file import read_rules
 from correlator.store import Store
 from tests.correlator.conftest import RecordingPool
+from tests.correlator.sources.text.test_rules_file import BILLING
 from tests.stored import stored_events
 
 _HERE: Final = Path(__file__).parent
@@ -228,24 +229,6 @@ def test_a_text_file_no_format_reads_stops_the_ingest_after_the_files_before_it(
         assert store.count() == len(stored_events(store)) > 0  # the first file's events
 
 
-_RULES: Final = r"""
-[formats.billing]
-pattern = '^(?P<time>\S+ \S+) (?P<level>[A-Z]+) \[(?P<request_id>[^\]]*)\] '
-start = '^\d{4}-'
-time_format = '%Y-%m-%d %H:%M:%S,%f'
-zone = 'Europe/Berlin'
-
-[[identifiers]]
-field = 'request_id'
-to = 'correlation_id'
-formats = ['billing']
-
-[[layers]]
-match = '^billing'
-layer = 'api'
-"""
-
-
 def test_an_operators_own_format_is_read_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
 ) -> None:
@@ -254,7 +237,7 @@ def test_an_operators_own_format_is_read_in_worker_processes(
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr("correlator.ingest.BATCH_EVENTS", 7)
     rules_path = tmp_path / "rules.toml"
-    rules_path.write_text(_RULES)
+    rules_path.write_text(BILLING)  # the rules file tests' format, its start its pattern
     rules = read_rules(str(rules_path), frozenset(FORMATS))
     lines = []
     for n in range(60):
