@@ -21,7 +21,7 @@ import pyarrow as pa
 from correlator._rows import FETCH_ROWS, fetch_events, one_of, row_filter, time_window
 from correlator._schema import COLUMN_LIST
 from correlator.errors import QueryError
-from correlator.model import IDENTIFIER_KEYS, Event
+from correlator.model import IDENTIFIER_KEYS, MAX_NS, MIN_NS, Event
 
 __all__ = [
     "ID_COLUMNS",
@@ -155,10 +155,6 @@ def fetch_chosen(
     )
 
 
-_MIN: Final = -(2**63)
-_MAX: Final = 2**63 - 1
-
-
 def nginx_events(
     cursor: duckdb.DuckDBPyConnection,
     unlinked_errors: bool,
@@ -199,9 +195,9 @@ def nginx_events(
                     "client": [row[0] for row in near],
                     "m": [row[1] for row in near],
                     "p": [row[2] for row in near],
-                    "lo": pa.array([max(row[3] - slack_ns, _MIN) for row in near], pa.int64()),
+                    "lo": pa.array([max(row[3] - slack_ns, MIN_NS) for row in near], pa.int64()),
                     "hi": pa.array(
-                        [min(row[3] + slack_ns + 1_000_000, _MAX) for row in near], pa.int64()
+                        [min(row[3] + slack_ns + 1_000_000, MAX_NS) for row in near], pa.int64()
                     ),
                 }
             ),

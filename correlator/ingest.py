@@ -11,15 +11,16 @@ alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular 
 a directory, a device) are refused before anything is read.
 A source's parser, its options and what follows a commit are its declaration's
 (``correlator.sources``): a source with a table path or a columnar parser takes it (NDJSON's
-makes no Event objects at all; nginx's and the text formats' give their row parsers' events
-as columns, batch by batch, batches cut only where a record starts), and on request large
-files of those kinds are parsed by workers while the main thread stores what they return
-(``_parse_workers``): threads for a table path (NDJSON's native mapping, which releases the
-GIL), processes for a columnar parser in pure Python; a reading thread reads the files ahead
-of them, settling each one's ``--format auto`` (text) from its first lines. A source with
-an ``after_commit`` (nginx's linking) has it called with the time each input covers once
-that input is committed. A large load into an empty or small store builds the identifier
-indexes once at its end rather than keeping them up row by row (:func:`ingest_paths`).
+and nginx's native mappings make no Event objects for the lines they map; the text formats'
+give their row parser's events as columns, batch by batch; nginx's and text's batches are cut
+only where a record starts), and on request large files of those kinds are parsed by workers
+while the main thread stores what they return (``_parse_workers``): threads for a table path
+(the native mappings release the GIL), processes for a columnar parser in pure Python; a
+reading thread reads the files ahead of them, settling each one's ``--format auto`` (text)
+from its first lines. A source with an ``after_commit`` (nginx's linking) has it called with
+the time each input covers once that input is committed. A large load into an empty or
+small store builds the identifier indexes once at its end rather than keeping them up row by
+row (:func:`ingest_paths`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from pathlib import Path
 from typing import IO, Any, Final, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from correlator._line_blocks import Progress, read_line_blocks, read_lines
 from correlator._parse_workers import (
@@ -51,7 +51,7 @@ from correlator._parse_workers import (
 from correlator._raw_blocks import Packed, concat
 from correlator._schema import columns_from_events
 from correlator.errors import InputError, QueryError
-from correlator.model import MAX_REQUEST_S, TS_RANGE_NS, Event, Reject, request_start_ns
+from correlator.model import MAX_REQUEST_S, MIN_NS, Event, Reject, request_start_ns
 from correlator.sources import SETTLE_LINES, Parser, Source, source
 from correlator.store import IngestResult, Store
 
@@ -268,18 +268,25 @@ def ingest_lines(
         QueryError: ``kind`` is no source read from lines.
     """
     declared, parse = _line_source(kind)
-    values = dict(options or {})
-    notes: list[str] = []
-    if declared.settle is not None:
-        lines = iter(lines)
-        head = list(islice(lines, SETTLE_LINES))
-        values, note = declared.settle(head, values)
-        lines = chain(head, lines)
-        if note is not None:
-            notes.append(f"{origin}: {note}")
+    lines, values, note = _settled(declared, lines, origin, options or {})
     result = _ingest_settled(store, declared, parse, lines, origin, values, batch_events, pool)
-    result.notes[:0] = notes
+    if note is not None:
+        result.notes.insert(0, note)
     return result
+
+
+def _settled(
+    declared: Source, lines: Iterable[bytes], origin: str, values: Mapping[str, Any]
+) -> tuple[Iterable[bytes], dict[str, Any], str | None]:
+    """An input's lines and the source's values once it has settled what the input's first
+    lines decide (the text source's ``--format auto``), and what it says of that, naming
+    the input (None: nothing to say)."""
+    if declared.settle is None:
+        return lines, dict(values), None
+    iterator = iter(lines)
+    head = list(islice(iterator, SETTLE_LINES))
+    settled, note = declared.settle(head, values)
+    return chain(head, iterator), settled, None if note is None else f"{origin}: {note}"
 
 
 def _ingest_settled(
@@ -357,6 +364,10 @@ class _Span:
         :meth:`watch` by each event)."""
         if table.num_rows == 0:
             return
+        # Imported here: 60 ms of the start-up of whatever imports this module (the API, a
+        # pull from Loki), and only a batch of nginx's needs it.
+        import pyarrow.compute as pc
+
         ts_ns = table.column("ts_ns")
         duration_ns = pc.round(
             pc.multiply(
@@ -366,7 +377,7 @@ class _Span:
             round_mode="half_to_even",  # as round() rounds
         ).cast(pa.int64())
         starts = pc.subtract(ts_ns, duration_ns)  # wraps below the range: clamped, as
-        starts = pc.if_else(pc.greater(starts, ts_ns), TS_RANGE_NS[0], starts)  # request_start_ns
+        starts = pc.if_else(pc.greater(starts, ts_ns), MIN_NS, starts)  # request_start_ns
         start_ns = pc.min(starts).as_py()
         end_ns = pc.max(ts_ns).as_py()
         if self.start_ns is None or start_ns < self.start_ns:
@@ -448,15 +459,10 @@ def _readings(
         QueryError: an input cannot be read with ``values`` (its settling says why).
     """
     for index, (origin, lines) in enumerate(inputs):
-        settled = dict(values)
-        if declared.settle is not None:
-            lines = iter(lines)
-            head = list(islice(lines, SETTLE_LINES))
-            settled, note = declared.settle(head, values)
-            if note is not None:
-                notes[index] = f"{origin}: {note}"
-            lines = chain(head, lines)
-        yield origin, lines, reading(declared, settled)
+        settled_lines, settled, note = _settled(declared, lines, origin, values)
+        if note is not None:
+            notes[index] = note
+        yield origin, settled_lines, reading(declared, settled)
 
 
 def _bulk_load(store: Store, input_bytes: int) -> bool:
@@ -485,7 +491,7 @@ def ingest_paths(
     or more: started once for all of them, and running ahead from one file into the next
     (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored;
     what a source settles from a file's first lines (text's format) is settled per file.
-    A table path (ndjson, agent) runs in threads. A columnar parser (nginx, text) runs in
+    A table path (ndjson, agent, nginx) runs in threads. A columnar parser (text) runs in
     worker processes,
     which are ``spawn``ed: that re-imports the caller's ``__main__`` module, so the program
     must guard its entry point with ``if __name__ == "__main__":`` (as ``multiprocessing``

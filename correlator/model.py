@@ -22,9 +22,10 @@ __all__ = [
     "LAYERS",
     "LEVELS",
     "MAX_LINE_BYTES",
+    "MAX_NS",
     "MAX_REQUEST_S",
+    "MIN_NS",
     "OWNER_LAYERS",
-    "TS_RANGE_NS",
     "Event",
     "Reject",
     "content_hash",
@@ -119,8 +120,10 @@ class Reject:
     excerpt: str
 
 
-#: The times an event can have, nanoseconds since the epoch: what a BIGINT holds.
-TS_RANGE_NS: Final = (-(2**63), 2**63 - 1)
+#: The instants an event can have, the store's BIGINT nanoseconds: 1677-09-21T00:12:43.145224192Z
+#: to 2262-04-11T23:47:16.854775807Z.
+MIN_NS: Final = -(2**63)
+MAX_NS: Final = 2**63 - 1
 #: The longest request a request's start reaches back for (~146 years): a hostile
 #: ``duration_s`` of ``1e300`` counts as this long, never as an infinite or overflowing span.
 MAX_REQUEST_S: Final = 2**62 / 1e9
@@ -129,9 +132,9 @@ MAX_REQUEST_S: Final = 2**62 / 1e9
 def request_start_ns(ts_ns: int, duration_s: float | None) -> int:
     """When a request that ended at ``ts_ns`` began: ``duration_s`` earlier (at most
     :data:`MAX_REQUEST_S`), rounded to a whole nanosecond, and never before the earliest time
-    an event can have (:data:`TS_RANGE_NS`)."""
+    an event can have (:data:`MIN_NS`)."""
     seconds = min(duration_s or 0.0, MAX_REQUEST_S)
-    return max(ts_ns - round(seconds * 1_000_000_000), TS_RANGE_NS[0])
+    return max(ts_ns - round(seconds * 1_000_000_000), MIN_NS)
 
 
 def content_hash(source: str, raw: bytes | str) -> int:

@@ -18,14 +18,15 @@ hostile lines. Without the compiled module the parser reads every line.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 import pyarrow as pa
 
-from correlator._schema import columns_from_events, events_table
-from correlator.model import Event, Reject
+from correlator._schema import events_table
+from correlator.model import Reject
 from correlator.sources._native import native, native_table
-from correlator.sources._row_columns import row_columns
+from correlator.sources._row_columns import items_columns, row_columns
 from correlator.sources._source import Parser
 
 __all__ = ["nginx_table"]
@@ -59,15 +60,13 @@ def nginx_table(
     table = native_table(rows, buffers)
     if not declined:
         return table, []
-    events: list[Event] = []
-    rejects: list[Reject] = []
-    for first, end in _runs(declined):
-        for item in parse(lines[first:end], origin, start_line=start_line + first, **values):
-            if isinstance(item, Event):
-                events.append(item)
-            else:
-                rejects.append(item)
-    return pa.concat_tables([table, events_table(columns_from_events(events))]), rejects
+    columns, rejects = items_columns(
+        chain.from_iterable(
+            parse(lines[first:end], origin, start_line=start_line + first, **values)
+            for first, end in _runs(declined)
+        )
+    )
+    return pa.concat_tables([table, events_table(columns)]), rejects
 
 
 def _runs(indexes: Sequence[int]) -> Iterator[tuple[int, int]]:

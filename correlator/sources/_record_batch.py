@@ -12,25 +12,21 @@ differs (the declined lines' rows come last), which the store's insert does not 
 hostile lines.
 
 Without the compiled module (a checkout used without installing it) :func:`record_table` maps
-every line in Python, and :data:`NATIVE` says so (``_native`` imports and configures it).
+every line in Python, and ``_native.NATIVE`` says so (``_native`` imports and configures it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any
 
 import pyarrow as pa
 
 from correlator._schema import events_table
 from correlator.model import Reject
-from correlator.sources._native import NATIVE as _NATIVE
 from correlator.sources._native import native, native_table
 
-__all__ = ["NATIVE", "NumberedColumns", "record_table"]
-
-#: Whether the compiled mapping is there (``pip install -e .`` builds it).
-NATIVE: Final = _NATIVE
+__all__ = ["NumberedColumns", "record_table"]
 
 NumberedColumns = Callable[
     [Sequence[tuple[int, bytes]], str, str | None, str],

@@ -20,6 +20,8 @@ import zoneinfo
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Final, TypeVar
 
+from correlator.model import MAX_NS, MIN_NS
+
 __all__ = [
     "MAX_NS",
     "MIN_NS",
@@ -39,11 +41,9 @@ _NS: Final = 1_000_000_000
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 #: Entries per cache before it is emptied; a log spanning a day has 86,400 distinct seconds.
 _CACHE_LIMIT: Final = 65_536
-#: The instants the store's BIGINT nanoseconds can hold: 1677-09-21T00:12:43.145224192Z to
-#: 2262-04-11T23:47:16.854775807Z. Anything outside is refused here, as a bad timestamp, so
-#: that it becomes a rejected line rather than an insert that fails for the whole batch.
-MIN_NS: Final = -(2**63)
-MAX_NS: Final = 2**63 - 1
+# model.MIN_NS and MAX_NS, the instants the store holds: anything outside is refused here,
+# as a bad timestamp, so that it becomes a rejected line rather than an insert that fails for
+# the whole batch.
 #: What a reason says of an instant outside them.
 OUT_OF_RANGE: Final = (
     "outside the years 1677 to 2262 that nanoseconds since 1970 can hold in 64 bits"

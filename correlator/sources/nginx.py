@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from correlator import _environ
-from correlator.model import MAX_LINE_BYTES, TS_RANGE_NS, Event, Reject
+from correlator.model import MAX_LINE_BYTES, MAX_NS, MIN_NS, Event, Reject
 from correlator.sources._lines import excerpt, unreadable
 from correlator.sources._nginx_access import (
     COMBINED,
@@ -41,7 +41,6 @@ from correlator.sources._nginx_error import (
     request_key,
 )
 from correlator.sources._nginx_request import SOURCE, reject
-from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Option, Source, read_zone
 
 if TYPE_CHECKING:
@@ -192,10 +191,9 @@ def link_stored(store: Store, from_ns: int, to_ns: int) -> int:
         How many error events gained a link.
     """
     gap_ns = round(LINK_GAP_S * 1_000_000_000)
-    lowest, highest = TS_RANGE_NS
 
     def clamped(ns: int) -> int:  # a window past the range's ends (hostile times) stops there
-        return min(max(ns, lowest), highest)
+        return min(max(ns, MIN_NS), MAX_NS)
 
     # Windows are half-open and the linker's tolerance inclusive: one nanosecond more.
     errors = store.nginx_events(
@@ -229,8 +227,7 @@ NGINX: Final = Source(
     "access logs (a JSON log_format, or combined with ' \"$request_id\"' appended) and "
     "error logs, told apart line by line (--nginx-tz for error-log times)",
     parse=parse,
-    columns=partial(row_columns, parse),
-    table=partial(nginx_table, parse),
+    table=partial(nginx_table, parse),  # its Python path without the compiled module
     cuts=_cuts,
     options=(
         Option(

@@ -4,7 +4,7 @@
 int digits(const char *p, int n, int *value) {
     int v = 0;
     for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
+        if (!is_digit(p[i])) return -1;
         v = v * 10 + (p[i] - '0');
     }
     *value = v;

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
 /* ``n`` ASCII digits at ``p`` as *value; -1 when one is not a digit. */
 int digits(const char *p, int n, int *value);
 /* Epoch seconds of a civil date and time, no offset applied; -1 when a field is out of range

@@ -51,8 +51,6 @@ static const ExtraKey EXTRA_KEYS[] = {
     {"host", F_DECLINE}, {"server_name", F_DECLINE},
 };
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
 static int all_digits(Text t) {
     if (t.len == 0) return 0;
     for (size_t i = 0; i < t.len; i++)

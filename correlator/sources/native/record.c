@@ -51,8 +51,6 @@ static int role_of(const char *key, size_t len) {
 
 
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
 /* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads (YYYY-MM-DDTHH:MM:SS, 1 to 9
  * fraction digits after ".", then Z or ±HH:MM), in the years whose every instant the store
  * holds; anything else (a space, a comma, more digits, another offset form) declines. */

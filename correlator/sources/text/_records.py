@@ -85,20 +85,13 @@ def records(
         before that record.
     """
     current: Record | None = None
-    for line_no, raw in enumerate(lines, start_line):
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        if len(raw) > MAX_LINE_BYTES:
+    for line_no, line in enumerate(lines, start_line):
+        raw, text, replaced = _screened(line)
+        if text is None:
             yield Orphan(
                 line_no, raw, f"is longer than {_LIMIT_MIB} MiB ({MAX_LINE_BYTES:,} bytes)"
             )
             continue
-        replaced = False
-        try:
-            text = raw.decode()
-        except UnicodeDecodeError:
-            text = raw.decode("utf-8", "replace")
-            replaced = True
         if starts(text):
             if current is not None:
                 yield current
@@ -127,13 +120,25 @@ def records(
         yield current
 
 
+def _screened(raw: bytes) -> tuple[bytes, str | None, bool]:
+    """A physical line as :func:`records` takes it: without its ``\r``, decoded (None past
+    the size bound), and whether some of it was not UTF-8 (replaced)."""
+    if raw[-1:] == b"\r":
+        raw = raw[:-1]
+    if len(raw) > MAX_LINE_BYTES:
+        return raw, None, False
+    try:
+        return raw, raw.decode(), False
+    except UnicodeDecodeError:
+        return raw, raw.decode("utf-8", "replace"), True
+
+
 def record_start(starts: Callable[[str], bool]) -> Callable[[bytes], bool]:
     """Whether a raw line starts a record as :func:`records` reads it (``starts`` of the line
-    decoded, a line past the size bound starting none): where batches may be cut."""
+    screened, a line past the size bound starting none): where batches may be cut."""
 
     def cut(raw: bytes) -> bool:
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        return len(raw) <= MAX_LINE_BYTES and starts(raw.decode("utf-8", "replace"))
+        text = _screened(raw)[1]
+        return text is not None and starts(text)
 
     return cut

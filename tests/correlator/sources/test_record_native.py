@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from benchmarks.fleet import generate
 from correlator._schema import events_table
 from correlator.model import IDENTIFIER_KEYS, LAYERS, OWNER_LAYERS, Reject
-from correlator.sources import _record_batch, ndjson
+from correlator.sources import _native, ndjson
 from correlator.sources._fields import LEVEL_WORDS
 from correlator.sources._record_native import map_lines  # CI builds it: its absence fails
 
@@ -397,7 +397,7 @@ def test_what_the_native_mapping_leaves_to_the_python_one(line: bytes) -> None:
 
 
 def test_the_native_module_is_the_one_ingest_uses() -> None:
-    assert _record_batch.NATIVE
+    assert _native.NATIVE
 
 
 def test_a_line_that_is_not_bytes_is_refused_by_name() -> None:
