@@ -90,10 +90,13 @@ class Reading:
     Attributes:
         parse: one batch to the table the store inserts.
         cut: where batches may be cut (None: anywhere; every line is read alone).
+        threads: whether threads parse its batches in parallel (its heavy part releases the
+            GIL), else worker processes.
     """
 
     parse: BatchParser
     cut: Cut | None = None
+    threads: bool = False
 
 
 class InputEnd:
@@ -135,7 +138,8 @@ def reading(source: Source, values: Mapping[str, Any]) -> Reading:
     cut = source.cuts(values) if source.cuts is not None else None
     if source.table is not None:
         table = partial(source.table, **values) if values else source.table
-        return Reading(partial(_parse_table, table), cut)
+        threads = source.threads is None or source.threads(values)
+        return Reading(partial(_parse_table, table), cut, threads)
     if source.columns is not None:
         columns = partial(source.columns, **values) if values else source.columns
         return Reading(partial(_parse_chunk, columns), cut)

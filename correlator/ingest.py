@@ -10,12 +10,13 @@ end: :func:`read_lines`), and a batch ends at :data:`BATCH_EVENTS` lines, events
 alike, or at ``_parse_workers.BATCH_BYTES`` of them. Paths that are not regular files (a FIFO,
 a directory, a device) are refused before anything is read.
 A source's parser, its options and what follows a commit are its declaration's
-(``correlator.sources``): a source with a table path or a columnar parser takes it (NDJSON's
-and nginx's native mappings make no Event objects for the lines they map; the text formats'
-give their row parser's events as columns, batch by batch; nginx's and text's batches are cut
-only where a record starts), and on request large files of those kinds are parsed by workers
-while the main thread stores what they return (``_parse_workers``): threads for a table path
-(the native mappings release the GIL), processes for a columnar parser in pure Python; a
+(``correlator.sources``): a source with a table path or a columnar parser takes it (the
+native mappings of NDJSON, nginx and the oslo and python text formats make no Event objects
+for the lines they map; the other text formats give their row parser's events as columns,
+batch by batch; nginx's and text's batches are cut only where a record starts), and on
+request large files of those kinds are parsed by workers while the main thread stores what
+they return (``_parse_workers``): threads for a table path that releases the GIL, processes
+for one in pure Python (``Source.threads``); a
 reading thread reads the files ahead of them, settling each one's ``--format auto`` (text)
 from its first lines. A source with an ``after_commit`` (nginx's linking) has it called with
 the time each input covers once that input is committed. A large load into an empty or
@@ -491,8 +492,9 @@ def ingest_paths(
     or more: started once for all of them, and running ahead from one file into the next
     (``_parse_workers.parsed_inputs``), so they parse while a file's last batches are stored;
     what a source settles from a file's first lines (text's format) is settled per file.
-    A table path (ndjson, agent, nginx) runs in threads. A columnar parser (text) runs in
-    worker processes,
+    A table path (ndjson, agent, nginx, and text in the formats the compiled module maps)
+    runs in threads; the first file's reading chooses for all. Otherwise worker processes
+    parse (text in the other formats),
     which are ``spawn``ed: that re-imports the caller's ``__main__`` module, so the program
     must guard its entry point with ``if __name__ == "__main__":`` (as ``multiprocessing``
     requires). Each file is still its own transaction.
@@ -527,9 +529,12 @@ def ingest_paths(
         store.indexes_after() if _bulk_load(store, sum(sizes)) else nullcontext(IngestResult())
     )
     if declared.batched and workers > 1 and sum(sizes) >= PARALLEL_MIN_BYTES:
-        threads = declared.table is not None
         notes: dict[int, str] = {}
         readings = _readings(declared, inputs, values, notes)
+        # The first input says whether threads or processes parse (text: its format, settled).
+        first = next(readings)
+        threads = first[2].threads
+        readings = chain([first], readings)
         with loading as repeats, parse_pool(workers, threads=threads) as pool:
             stream = parsed_inputs(readings, BATCH_EVENTS, pool)
             for index in range(len(paths)):

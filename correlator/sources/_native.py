@@ -12,20 +12,24 @@ installing it) :data:`NATIVE` is false and the Python parsers map every line.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from types import ModuleType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 
 from agent_logging.schema import MAX_ID_LENGTH
-from correlator._schema import EVENTS_SCHEMA
-from correlator.model import EVENT_COLUMNS, LAYERS, LEVELS, MAX_LINE_BYTES, OWNER_LAYERS
+from correlator._schema import EVENTS_SCHEMA, events_table
+from correlator.model import EVENT_COLUMNS, LAYERS, LEVELS, MAX_LINE_BYTES, OWNER_LAYERS, Reject
 from correlator.sources._fields import LEVEL_WORDS
+from correlator.sources._row_columns import items_columns
+from correlator.sources._source import Parser
 
 if TYPE_CHECKING:
     from correlator.sources._record_native import Buffers
 
-__all__ = ["NATIVE", "native", "native_table"]
+__all__ = ["NATIVE", "native", "native_table", "runs", "with_declined"]
 
 native: ModuleType | None
 try:
@@ -61,3 +65,38 @@ def native_table(rows: int, buffers: dict[str, Buffers]) -> pa.Table:
         parts.append(pa.py_buffer(values))
         arrays.append(pa.Array.from_buffers(kind, rows, parts, null_count=nulls))
     return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+
+
+def runs(indexes: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """Ascending ``indexes`` (the lines a mapping declined) as runs of consecutive ones,
+    ``(first, past the last)``: the parser reads each run from its first line."""
+    first = previous = indexes[0]
+    for index in indexes[1:]:
+        if index != previous + 1:
+            yield first, previous + 1
+            first = index
+        previous = index
+    yield first, previous + 1
+
+
+def with_declined(
+    table: pa.Table,
+    declined: Sequence[int],
+    parse: Parser,
+    lines: Sequence[bytes],
+    origin: str,
+    start_line: int,
+    values: Mapping[str, Any],
+) -> tuple[pa.Table, list[Reject]]:
+    """A native mapping's rows and the parser's reading of the lines it declined, run by run
+    (each run from its first line's number: a mapped line starts a record, so the runs read
+    as the whole batch would), and the parser's rejects, in line order."""
+    if not declined:
+        return table, []
+    columns, rejects = items_columns(
+        chain.from_iterable(
+            parse(lines[first:end], origin, start_line=start_line + first, **values)
+            for first, end in runs(declined)
+        )
+    )
+    return pa.concat_tables([table, events_table(columns)]), rejects

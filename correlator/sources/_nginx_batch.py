@@ -17,16 +17,15 @@ hostile lines. Without the compiled module the parser reads every line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import chain
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from correlator._schema import events_table
 from correlator.model import Reject
-from correlator.sources._native import native, native_table
-from correlator.sources._row_columns import items_columns, row_columns
+from correlator.sources._native import native, native_table, with_declined
+from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
 
 __all__ = ["nginx_table"]
@@ -58,23 +57,4 @@ def nginx_table(
         return events_table(columns), refused
     rows, buffers, declined = native.map_nginx(lines, origin)
     table = native_table(rows, buffers)
-    if not declined:
-        return table, []
-    columns, rejects = items_columns(
-        chain.from_iterable(
-            parse(lines[first:end], origin, start_line=start_line + first, **values)
-            for first, end in _runs(declined)
-        )
-    )
-    return pa.concat_tables([table, events_table(columns)]), rejects
-
-
-def _runs(indexes: Sequence[int]) -> Iterator[tuple[int, int]]:
-    """Ascending ``indexes`` as runs of consecutive ones, ``(first, past the last)``."""
-    first = previous = indexes[0]
-    for index in indexes[1:]:
-        if index != previous + 1:
-            yield first, previous + 1
-            first = index
-        previous = index
-    yield first, previous + 1
+    return with_declined(table, declined, parse, lines, origin, start_line, values)

@@ -58,7 +58,13 @@ Table = Callable[..., tuple["pa.Table", list[Reject]]]
 """``table(lines, origin, *, start_line, **options) -> (table, rejects)``: the columnar path
 straight into the ``events`` table's Arrow table (``_schema.events_table``'s schema, rows in
 any order). Its heavy part runs without the GIL, so ingest runs it in threads, not worker
-processes: no lines or tables cross a process boundary."""
+processes: no lines or tables cross a process boundary (unless the source's ``threads`` says
+otherwise for an input's options). It must be picklable, as a ``columns`` path."""
+
+Threads = Callable[[Mapping[str, Any]], bool]
+"""``threads(values) -> bool``: whether a source's ``table`` path runs without the GIL for an
+input read with these options (settled): the text formats the compiled module maps do, the
+others are read by the Python parser, which worker processes run in parallel."""
 
 Cuts = Callable[[Mapping[str, Any]], Callable[[bytes], bool]]
 """``cuts(values) -> cut``: for a source whose records may span lines (a traceback, an
@@ -172,7 +178,10 @@ class Source:
         cuts: where batches of its lines may be cut, when a record may span lines (see
             :data:`Cuts`); None: every line is read alone.
         table: its path straight into an Arrow table, when it has one: ingests prefer it to
-            ``columns`` (and, for large files, threads run it).
+            ``columns`` (and, for large files, threads run it, or processes where
+            ``threads`` says it holds the GIL).
+        threads: for a ``table`` path, whether threads run it for an input's options
+            (:data:`Threads`); None: always.
         options: the settings its parser takes as keywords (nginx's zone).
         reader: how it is read when not from lines (loki: a query; workflow: an audit table).
         settle: what to decide from each input's first lines before reading it (the text
@@ -193,6 +202,7 @@ class Source:
     columns: Columns | None = None
     cuts: Cuts | None = None
     table: Table | None = None
+    threads: Threads | None = None
     options: tuple[Option, ...] = ()
     reader: Reader | None = None
     settle: Settle | None = None

@@ -36,6 +36,7 @@
 #include "json_reader.h"
 #include "nginx_access.h"
 #include "record.h"
+#include "text_lines.h"
 
 static size_t MAX_LINE_BYTES;
 static int CONFIGURED;
@@ -126,6 +127,30 @@ static int read_words(PyObject *seq, Word *words, int *count, const char *what) 
     return 0;
 }
 
+/* A dict of words to the index of a level name (configure() reads the names first). */
+static int read_level_words(PyObject *dict, Word *words, int *count, const char *what) {
+    if (!PyDict_Check(dict)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a dict", what);
+        return -1;
+    }
+    PyObject *keys = PyDict_Keys(dict);
+    if (keys == NULL) return -1;
+    int rc = read_words(keys, words, count, what);
+    Py_DECREF(keys);
+    if (rc < 0) return -1;
+    for (int i = 0; i < *count; i++) {
+        PyObject *value = PyDict_GetItemString(dict, words[i].text);
+        long index = value ? PyLong_AsLong(value) : -1;
+        if (index < 0 || index >= N_LEVEL_NAMES) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: %s names no level", what, words[i].text);
+            return -1;
+        }
+        words[i].value = (int)index;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(configure_doc,
 "configure(layers, owner_layers, level_names, level_words, max_id_length, max_line_bytes)\n"
 "\n"
@@ -146,22 +171,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "level_names: \"info\" must come second");
         return NULL;
     }
-    PyObject *keys = PyDict_Keys(words);
-    if (keys == NULL) return NULL;
-    int rc = read_words(keys, LEVEL_WORDS, &N_LEVEL_WORDS, "level_words");
-    Py_DECREF(keys);
-    if (rc < 0) return NULL;
-    for (int i = 0; i < N_LEVEL_WORDS; i++) {
-        PyObject *value = PyDict_GetItemString(words, LEVEL_WORDS[i].text);
-        long index = value ? PyLong_AsLong(value) : -1;
-        if (index < 0 || index >= N_LEVEL_NAMES) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "level_words: %s names no level",
-                             LEVEL_WORDS[i].text);
-            return NULL;
-        }
-        LEVEL_WORDS[i].value = (int)index;
-    }
+    if (read_level_words(words, LEVEL_WORDS, &N_LEVEL_WORDS, "level_words") < 0) return NULL;
     MAX_ID_LENGTH = (size_t)max_id;
     MAX_LINE_BYTES = (size_t)max_line;
     CONFIGURED = 1;
@@ -202,22 +212,26 @@ PyDoc_STRVAR(map_lines_doc,
 "(validity or None, offsets or None, values, null count), Arrow's buffers; ``declined``\n"
 "lists the indexes of the lines left to the Python mapping. Runs without the GIL.");
 
-/* How one line becomes a row: -1 declines it. */
-typedef int (*Mapper)(const char *line, size_t len, Buf *out, Record *rec,
-                      const Text *default_layer, Row *row);
+/* How one line becomes a row, with what its batch is read with: -1 declines it. */
+typedef int (*Mapper)(const char *line, size_t len, Buf *out, Record *rec, const void *context,
+                      Row *row);
+/* The lines a mapper cannot take whatever they say, marked in ``declined`` before any is
+ * mapped (the text formats': the lines that are not a record of their own). */
+typedef void (*Screen)(const char **lines, const size_t *lens, Py_ssize_t n,
+                       const void *context, char *declined);
 
 static int map_json_line(const char *line, size_t len, Buf *out, Record *rec,
-                         const Text *default_layer, Row *row) {
+                         const void *context, Row *row) {
     if (!utf8_valid((const unsigned char *)line, len)) return -1;
     Reader r = {line, line + len, out};
-    if (read_record(&r, rec) < 0 || map_record(rec, out, default_layer, row) < 0) return -1;
+    if (read_record(&r, rec) < 0 || map_record(rec, out, context, row) < 0) return -1;
     row->raw_len = len;
     return 0;
 }
 
 /* nginx's parser hashes the line as read and keeps it without its trailing '\r's. */
 static int map_nginx_line(const char *line, size_t len, Buf *out, Record *rec,
-                          const Text *default_layer, Row *row) {
+                          const void *context, Row *row) {
     size_t text_len = len;
     while (text_len && line[text_len - 1] == '\r') text_len--;
     if (map_combined(line, text_len, out, row) < 0) return -1;
@@ -225,12 +239,34 @@ static int map_nginx_line(const char *line, size_t len, Buf *out, Record *rec,
     return 0;
 }
 
-/* A batch of lines mapped by ``mapper`` into column buffers (see map_lines_doc); with
- * ``strip_cr``, a line's last '\r' is not part of it (the record path's raw and hash leave it
- * out; nginx's hash keeps it, and its mapper leaves it out of the raw text). */
+/* The length of a line without its last '\r' (the record and text paths' raw and hash leave
+ * it out). */
+static size_t stripped(const char *line, size_t len) {
+    return len && line[len - 1] == '\r' ? len - 1 : len;
+}
+
+/* A text line is mapped when it starts a record and the next line does too (or the batch
+ * ends: batches are cut before a line that starts one). */
+static void screen_text(const char **lines, const size_t *lens, Py_ssize_t n, const void *context,
+                        char *declined) {
+    const TextOptions *options = context;
+    int next = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        size_t len = stripped(lines[i], lens[i]);
+        int starts = len <= MAX_LINE_BYTES && text_starts(options->format, lines[i], len);
+        if (!starts || (i < n - 1 && !next)) declined[i] = 1;
+        next = starts;
+    }
+}
+
+/* A batch of lines mapped by ``mapper`` into column buffers (see map_lines_doc), after
+ * ``screen`` (or none); with ``strip_cr``, a line's last '\r' is not part of it (the record
+ * and text paths' raw and hash leave it out; nginx's hash keeps it, and its mapper leaves it
+ * out of the raw text). With ``with_lines`` the result has a fourth member: the index of each
+ * row's line, as int32 bytes. */
 static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t source_len,
-                           const char *origin, Py_ssize_t origin_len, const char *layer,
-                           Py_ssize_t layer_len, Mapper mapper, int strip_cr) {
+                           const char *origin, Py_ssize_t origin_len, const void *context,
+                           Mapper mapper, Screen screen, int strip_cr, int with_lines) {
     if (!CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
@@ -243,7 +279,7 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
     char *declined = calloc((size_t)(n ? n : 1), 1);
     Column *cols = calloc(N_COLUMNS, sizeof(Column));
     Record *rec = malloc(sizeof(Record));
-    Buf out = {0};
+    Buf out = {0}, row_lines = {0};
     int failed = 0;
     if (!data || !lens || !declined || !cols || !rec) failed = 1;
     for (Py_ssize_t i = 0; !failed && i < n; i++) {
@@ -260,11 +296,6 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
     if (!failed) {
         Text source_text = {source, (size_t)source_len};
         Text origin_text = {origin, (size_t)origin_len};
-        Text default_layer = {NULL, 0};
-        if (layer != NULL) {
-            const Word *w = word_find(LAYERS, N_LAYERS, layer, (size_t)layer_len);
-            if (w != NULL) default_layer = (Text){w->text, w->len};
-        }
         uint64_t start[8];
         b2_start(start, source, (size_t)source_len);
         /* Buffers sized for the batch at once: growing them page by page costs more. */
@@ -279,11 +310,13 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
                 buf_reserve(&cols[c].values, fixed ? fixed * rows : values) < 0)
                 failed = 1;
         }
+        if (with_lines && buf_reserve(&row_lines, 4 * (size_t)n) < 0) failed = 1;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
+        if (screen != NULL && !failed) screen(data, lens, n, context, declined);
+        for (Py_ssize_t i = 0; i < n && !failed; i++) {
             const char *line = data[i];
-            size_t len = lens[i];
-            if (strip_cr && len && line[len - 1] == '\r') len--;
+            size_t len = strip_cr ? stripped(line, lens[i]) : lens[i];
+            if (declined[i]) continue;
             if (len > MAX_LINE_BYTES) {
                 declined[i] = 1;
                 continue;
@@ -294,7 +327,7 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
                 break;
             }
             Row row;
-            if (mapper(line, len, &out, rec, &default_layer, &row) < 0) {
+            if (mapper(line, len, &out, rec, context, &row) < 0) {
                 declined[i] = 1;
                 continue;
             }
@@ -302,6 +335,10 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
             if (append_row(cols, &row, source_text, origin_text, (Text){line, row.raw_len}) < 0) {
                 failed = 1;
                 break;
+            }
+            if (with_lines) {
+                int32_t index = (int32_t)i;
+                buf_put(&row_lines, &index, 4); /* reserved above */
             }
         }
         Py_END_ALLOW_THREADS
@@ -323,13 +360,19 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
             ok = index != NULL && PyList_Append(skipped, index) == 0;
             Py_XDECREF(index);
         }
-        if (ok) result = Py_BuildValue("(LOO)", (long long)cols[0].rows, columns, skipped);
+        if (ok && with_lines)
+            result = Py_BuildValue("(LOOy#)", (long long)cols[0].rows, columns, skipped,
+                                   row_lines.data ? row_lines.data : "",
+                                   (Py_ssize_t)row_lines.len);
+        else if (ok)
+            result = Py_BuildValue("(LOO)", (long long)cols[0].rows, columns, skipped);
         Py_XDECREF(columns);
         Py_XDECREF(skipped);
     }
     for (int c = 0; cols && c < N_COLUMNS; c++) col_free(&cols[c]);
     free(cols);
     free(out.data);
+    free(row_lines.data);
     free(rec);
     free(declined);
     free(lens);
@@ -345,8 +388,13 @@ static PyObject *map_lines(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Os#s#z#", &lines, &source, &source_len, &origin, &origin_len,
                           &layer, &layer_len))
         return NULL;
-    return map_batch(lines, source, source_len, origin, origin_len, layer, layer_len,
-                     map_json_line, 1);
+    Text default_layer = {NULL, 0};
+    if (layer != NULL) {
+        const Word *w = word_find(LAYERS, N_LAYERS, layer, (size_t)layer_len);
+        if (w != NULL) default_layer = (Text){w->text, w->len};
+    }
+    return map_batch(lines, source, source_len, origin, origin_len, &default_layer,
+                     map_json_line, NULL, 1, 0);
 }
 
 PyDoc_STRVAR(map_nginx_doc,
@@ -363,13 +411,80 @@ static PyObject *map_nginx(PyObject *self, PyObject *args) {
     const char *origin;
     Py_ssize_t origin_len;
     if (!PyArg_ParseTuple(args, "Os#", &lines, &origin, &origin_len)) return NULL;
-    return map_batch(lines, "nginx", 5, origin, origin_len, NULL, 0, map_nginx_line, 0);
+    return map_batch(lines, "nginx", 5, origin, origin_len, NULL, map_nginx_line, NULL, 0, 0);
+}
+
+PyDoc_STRVAR(configure_text_doc,
+"configure_text(level_codes)\n"
+"\n"
+"The text formats' level codes (a dict of code to the index of its level name), after\n"
+"configure().");
+
+static PyObject *configure_text(PyObject *self, PyObject *args) {
+    PyObject *codes;
+    if (!PyArg_ParseTuple(args, "O", &codes)) return NULL;
+    if (!CONFIGURED) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    if (read_level_words(codes, LEVEL_CODES, &N_LEVEL_CODES, "level_codes") < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(map_text_doc,
+"map_text(lines, origin, format, offset_s, service, file_service)\n"
+"    -> (rows, columns, declined, row_lines)\n"
+"\n"
+"Map the single-line records of a text format (\"oslo\" or \"python\"; bytes lines without\n"
+"their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
+"UTC), with --service (or None) and the service the input's name gives (or None); the layer\n"
+"column is left null for the caller to place from the service. Every line that is not a\n"
+"record of its own, or that this module is not sure of, is declined, by index, to the\n"
+"parser. Returns as map_lines does, and the index of each row's line as int32 bytes; runs\n"
+"without the GIL.");
+
+static int map_text_row(const char *line, size_t len, Buf *out, Record *rec, const void *context,
+                        Row *row) {
+    if (map_text_line(context, line, len, out, row) < 0) return -1;
+    row->raw_len = len;
+    return 0;
+}
+
+static PyObject *map_text(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    const char *origin, *format, *service, *file_service;
+    Py_ssize_t origin_len, format_len, service_len, file_service_len;
+    long long offset_s;
+    if (!PyArg_ParseTuple(args, "Os#s#Lz#z#", &lines, &origin, &origin_len, &format,
+                          &format_len, &offset_s, &service, &service_len, &file_service,
+                          &file_service_len))
+        return NULL;
+    TextOptions options = {0};
+    if (strcmp(format, "oslo") == 0) {
+        options.format = T_OSLO;
+    } else if (strcmp(format, "python") == 0) {
+        options.format = T_PYTHON;
+    } else {
+        PyErr_Format(PyExc_ValueError, "format %.80s is not mapped here (oslo, python)", format);
+        return NULL;
+    }
+    if (offset_s <= -86400 || offset_s >= 86400) {
+        PyErr_SetString(PyExc_ValueError, "offset_s: a zone's offset is less than a day");
+        return NULL;
+    }
+    options.offset_s = offset_s;
+    if (service != NULL) options.service = (Text){service, (size_t)service_len};
+    if (file_service != NULL) options.file_service = (Text){file_service, (size_t)file_service_len};
+    return map_batch(lines, "text", 4, origin, origin_len, &options, map_text_row, screen_text, 1,
+                     1);
 }
 
 static PyMethodDef METHODS[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"map_lines", map_lines, METH_VARARGS, map_lines_doc},
     {"map_nginx", map_nginx, METH_VARARGS, map_nginx_doc},
+    {"configure_text", configure_text, METH_VARARGS, configure_text_doc},
+    {"map_text", map_text, METH_VARARGS, map_text_doc},
     {NULL, NULL, 0, NULL},
 };
 

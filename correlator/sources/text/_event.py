@@ -42,12 +42,12 @@ from correlator.sources.text._format import Parsed
 from correlator.sources.text._known import NAMED_LAYERS, SERVICE_FIELDS
 from correlator.sources.text._rules import IdRules, LayerRule, layer_of
 
-__all__ = ["Maker", "file_service"]
+__all__ = ["LEVEL_CODES", "Maker", "file_service", "origin_service"]
 
 SOURCE: Final = "text"
 _LAYER_LIST: Final = ", ".join(LAYERS)
 #: Severities as numbers (syslog's PRI, journald's PRIORITY) and as klog's letters.
-_LEVEL_CODES: Final = {
+LEVEL_CODES: Final = {
     "0": "critical",
     "1": "critical",
     "2": "critical",
@@ -92,6 +92,11 @@ def file_service(name: str | None) -> str | None:
     return stem or None
 
 
+def origin_service(origin: str) -> str | None:
+    """The service an input's name gives (a file's; not standard input's or a request's)."""
+    return None if origin in ("stdin", "http", "sample") else file_service(origin)
+
+
 @lru_cache(maxsize=4096)
 def _named_layer(service: str | None) -> str | None:
     """The layer a service's name places it in (the built-in names read only the service)."""
@@ -101,7 +106,7 @@ def _named_layer(service: str | None) -> str | None:
 def _level(word: str | None) -> str | None:
     if word is None:
         return "info"
-    return normalise_level(word) or _LEVEL_CODES.get(word.strip())
+    return normalise_level(word) or LEVEL_CODES.get(word.strip())
 
 
 def _first(fields: Mapping[str, str], names: Sequence[str]) -> str | None:
@@ -175,6 +180,12 @@ class Maker:
             if value:
                 return file_service(value) if name == "file" else value
         return self.file_service
+
+    def place(self, service: str | None) -> str | None:
+        """The layer of a record of ``service`` when the layer rules read only the service
+        (the built-in names do; ``text/_batch`` checks the operator's): None when none
+        places it."""
+        return self._layer(service, {})
 
     def _layer(self, service: str | None, fields: Mapping[str, str]) -> str | None:
         layer = (layer_of(self.layers, service, fields) if self.layers else None) or self.layer

@@ -22,8 +22,9 @@ from correlator.model import LAYERS, Event, Reject
 from correlator.sources._lines import excerpt, hasher
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Option, Source, read_zone
+from correlator.sources.text._batch import mapped_natively, text_table
 from correlator.sources.text._choose import HEAD_LINES, choose, described
-from correlator.sources.text._event import SOURCE, Maker, file_service
+from correlator.sources.text._event import SOURCE, Maker, origin_service
 from correlator.sources.text._format import Parsed, TextFormat
 from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._known import rules_for
@@ -51,11 +52,6 @@ def _format(name: str, rules: TextRules | None) -> TextFormat:
     if chosen is None:
         raise QueryError(f"unknown --format {name!r}; use auto or one of {', '.join(known)}")
     return chosen
-
-
-def _origin_service(origin: str) -> str | None:
-    """The service an input's name gives (a file's; not standard input's or a request's)."""
-    return None if origin in ("stdin", "http", "sample") else file_service(origin)
 
 
 def parse(
@@ -110,7 +106,7 @@ def parse(
         layer,
         rules.builtin,
         service,
-        _origin_service(origin),
+        origin_service(origin),
     )
     base = hasher(SOURCE)
     read = chosen.read
@@ -218,6 +214,8 @@ TEXT: Final = Source(
     "your own (--text-rules); --format auto (the default) chooses per file and says what",
     parse=parse,
     columns=partial(row_columns, parse),
+    table=partial(text_table, parse),
+    threads=mapped_natively,
     cuts=_cuts,
     options=(
         Option(

@@ -25,7 +25,8 @@ from benchmarks.text import NGINX_ACCESS
 from correlator._schema import events_table
 from correlator.model import Reject
 from correlator.sources import _nginx_batch
-from correlator.sources._nginx_batch import _runs, nginx_table
+from correlator.sources._native import runs as declined_runs
+from correlator.sources._nginx_batch import nginx_table
 from correlator.sources._record_native import map_nginx  # CI builds it: its absence fails
 from correlator.sources._row_columns import row_columns
 from correlator.sources.nginx import parse
@@ -284,7 +285,7 @@ def test_without_the_compiled_module_the_parser_reads_every_line(
     ],
 )
 def test_declined_lines_are_parsed_in_runs(indexes: list[int], runs: list[tuple[int, int]]) -> None:
-    assert list(_runs(indexes)) == runs
+    assert list(declined_runs(indexes)) == runs
 
 
 def test_a_line_past_the_limit_is_declined_and_rejected() -> None:

@@ -1,0 +1,144 @@
+"""A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
+formats the compiled module reads (``oslo``, ``python``) mapped natively, every other line by
+the parser.
+
+The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
+(``native/text_lines.c``) maps each line it can read with certainty that is a record of its
+own (it starts a record, and so does the line after it), without the GIL, as the format's
+``read`` and ``_event.Maker.event`` do, and declines the others: continuation lines and the
+records they continue, rejects, lines that are not printable ASCII. A mapped line starts a
+record and ends one, so the declined lines are parsed run by run, each run from its first
+line's number: together they give what the parser gives for the whole batch.
+
+The mapping leaves the layer to this module: with the built-in names and operator rules that
+read only the service, a record's layer is its service's, placed once per distinct service
+(:meth:`~correlator.sources.text._event.Maker.place`); the records none places are handed to
+the parser with the declined lines, which rejects them saying what to give. The rest is the
+parser's alone: another format, operator identifier rules, layer rules that read other
+fields, a zone with daylight-saving rules, rules without the built-in ones.
+``tests/correlator/sources/test_text_native.py`` feeds both paths the same generated and
+hostile lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, tzinfo
+from itertools import chain
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from correlator._schema import EVENTS_SCHEMA, events_table
+from correlator.model import LEVELS, Reject
+from correlator.sources._native import native, native_table, with_declined
+from correlator.sources._row_columns import row_columns
+from correlator.sources._source import Parser
+from correlator.sources.text._event import LEVEL_CODES, Maker, origin_service
+from correlator.sources.text._rules import IdRules
+from correlator.sources.text._rules_file import TextRules
+
+__all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
+
+#: The formats the compiled module maps.
+NATIVE_FORMATS: Final = frozenset({"oslo", "python"})
+_NO_RULES: Final = TextRules()
+_LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
+
+if native is not None:
+    native.configure_text({code: list(LEVELS).index(name) for code, name in LEVEL_CODES.items()})
+
+
+def text_table(
+    parse: Parser,
+    lines: Sequence[bytes],
+    origin: str,
+    *,
+    start_line: int = 1,
+    **values: Any,
+) -> tuple[pa.Table, list[Reject]]:
+    """One batch of text lines as a table of the ``events`` schema, and its rejects.
+
+    Args:
+        parse: ``text._source.parse``, for the lines the native mapping declines (all of
+            them when it does not apply).
+        lines: raw lines without their ``\\n``.
+        origin: the file path (or ``stdin``/``http``).
+        start_line: the number of the first line.
+        values: the parser's options, the format settled (not ``auto``).
+
+    Returns:
+        The rows and the rejects (only the parser makes those), in line order.
+    """
+    offset_s = _native_offset(values)
+    if native is None or offset_s is None:
+        columns, rejects = row_columns(parse, lines, origin, start_line=start_line, **values)
+        return events_table(columns), rejects
+    rows, buffers, declined, row_lines = native.map_text(
+        lines,
+        origin,
+        values["text_format"],
+        offset_s,
+        values.get("service"),
+        origin_service(origin),
+    )
+    table, unplaced = _placed(native_table(rows, buffers), row_lines, _maker(values))
+    if unplaced:
+        declined = sorted(chain(declined, unplaced))
+    return with_declined(table, declined, parse, lines, origin, start_line, values)
+
+
+def mapped_natively(values: Mapping[str, Any]) -> bool:
+    """Whether the compiled module maps the records of an input read with these options
+    (settled): then threads parse its batches (``Source.threads``)."""
+    return native is not None and _native_offset(values) is not None
+
+
+def _native_offset(values: Mapping[str, Any]) -> int | None:
+    """The zone's UTC offset in seconds when the native mapping reads these options, else
+    None (the module says when)."""
+    rules: TextRules = values.get("rules") or _NO_RULES
+    if (
+        values.get("text_format") not in NATIVE_FORMATS
+        or rules.identifiers
+        or not rules.builtin
+        or any(rule.field != "service" for rule in rules.layers)
+    ):
+        return None
+    zone: tzinfo = values.get("zone") or UTC
+    offset = zone.utcoffset(None)
+    return None if offset is None else int(offset.total_seconds())
+
+
+def _maker(values: Mapping[str, Any]) -> Maker:
+    """A maker that places records as the parser's does (its identifier rules are the
+    compiled module's business)."""
+    rules: TextRules = values.get("rules") or _NO_RULES
+    return Maker(
+        values["text_format"],
+        IdRules(()),
+        rules.layers,
+        values.get("layer"),
+        rules.builtin,
+        values.get("service"),
+        None,
+    )
+
+
+def _placed(table: pa.Table, row_lines: bytes, maker: Maker) -> tuple[pa.Table, list[int]]:
+    """The mapped rows with their layers, placed by service, and the indexes of the lines of
+    those no rule places (the parser rejects them)."""
+    if not table.num_rows:
+        return table, []
+    services = table.column(EVENTS_SCHEMA.get_field_index("service")).combine_chunks()
+    distinct = pc.unique(services)
+    layers = pa.array([maker.place(service) for service in distinct.to_pylist()], pa.string())
+    layer = layers.take(pc.index_in(services, value_set=distinct, skip_nulls=False))
+    table = table.set_column(_LAYER, EVENTS_SCHEMA.field(_LAYER), layer)
+    if not layer.null_count:
+        return table, []
+    lines = pa.Array.from_buffers(pa.int32(), len(table), [None, pa.py_buffer(row_lines)])
+    placed = pc.is_valid(layer)
+    unplaced = lines.filter(pc.invert(placed)).to_pylist()
+    return table.filter(placed), unplaced
