@@ -39,7 +39,7 @@
 #include "text_lines.h"
 
 static size_t MAX_LINE_BYTES;
-static int CONFIGURED;
+static int CONFIGURED, TEXT_CONFIGURED;
 
 enum {
     C_TS_NS, C_LAYER, C_SOURCE, C_ORIGIN, C_MESSAGE, C_RAW, C_HASH, C_SERVICE, C_LEVEL,
@@ -127,8 +127,10 @@ static int read_words(PyObject *seq, Word *words, int *count, const char *what) 
     return 0;
 }
 
-/* A dict of words to the index of a level name (configure() reads the names first). */
-static int read_level_words(PyObject *dict, Word *words, int *count, const char *what) {
+/* A dict of words to a number below ``limit`` (the index of a level name, an identifier's),
+ * in the dict's order. */
+static int read_word_values(PyObject *dict, Word *words, int *count, const char *what,
+                            long limit) {
     if (!PyDict_Check(dict)) {
         PyErr_Format(PyExc_TypeError, "%s must be a dict", what);
         return -1;
@@ -141,9 +143,10 @@ static int read_level_words(PyObject *dict, Word *words, int *count, const char 
     for (int i = 0; i < *count; i++) {
         PyObject *value = PyDict_GetItemString(dict, words[i].text);
         long index = value ? PyLong_AsLong(value) : -1;
-        if (index < 0 || index >= N_LEVEL_NAMES) {
+        if (index < 0 || index >= limit) {
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "%s: %s names no level", what, words[i].text);
+                PyErr_Format(PyExc_ValueError, "%s: %s is not below %ld", what, words[i].text,
+                             limit);
             return -1;
         }
         words[i].value = (int)index;
@@ -171,7 +174,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "level_names: \"info\" must come second");
         return NULL;
     }
-    if (read_level_words(words, LEVEL_WORDS, &N_LEVEL_WORDS, "level_words") < 0) return NULL;
+    if (read_word_values(words, LEVEL_WORDS, &N_LEVEL_WORDS, "level_words", N_LEVEL_NAMES) < 0)
+        return NULL;
     MAX_ID_LENGTH = (size_t)max_id;
     MAX_LINE_BYTES = (size_t)max_line;
     CONFIGURED = 1;
@@ -415,19 +419,46 @@ static PyObject *map_nginx(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(configure_text_doc,
-"configure_text(level_codes)\n"
+"configure_text(level_codes, http_fields, formats)\n"
 "\n"
-"The text formats' level codes (a dict of code to the index of its level name), after\n"
-"configure().");
+"The text formats' tables, after configure(): the level codes (a dict of code to the index\n"
+"of its level name), the fields that name a request's method, path and status (three\n"
+"lists), and for each format mapped here (oslo, python, logfmt) its identifier field rules\n"
+"(a dict of field to target, in the rules' order: 0-4 the five identifiers, 5 trace_id,\n"
+"6 span_id) and its service fields (a list, first first).");
 
 static PyObject *configure_text(PyObject *self, PyObject *args) {
-    PyObject *codes;
-    if (!PyArg_ParseTuple(args, "O", &codes)) return NULL;
+    PyObject *codes, *http, *formats;
+    if (!PyArg_ParseTuple(args, "OOO", &codes, &http, &formats)) return NULL;
     if (!CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
     }
-    if (read_level_words(codes, LEVEL_CODES, &N_LEVEL_CODES, "level_codes") < 0) return NULL;
+    if (read_word_values(codes, LEVEL_CODES, &N_LEVEL_CODES, "level_codes", N_LEVEL_NAMES) < 0)
+        return NULL;
+    PyObject *fast = PySequence_Fast(http, "http_fields must be three lists");
+    if (fast == NULL) return NULL;
+    int rc = PySequence_Fast_GET_SIZE(fast) == 3 ? 0 : -1;
+    if (rc < 0) PyErr_SetString(PyExc_ValueError, "http_fields must be three lists");
+    for (int k = 0; rc == 0 && k < 3; k++)
+        rc = read_words(PySequence_Fast_GET_ITEM(fast, k), HTTP_FIELDS[k], &N_HTTP_FIELDS[k],
+                        "http_fields");
+    Py_DECREF(fast);
+    if (rc < 0) return NULL;
+    for (int f = 0; f < N_TEXT_FORMATS; f++) {
+        PyObject *tables = PyDict_GetItemString(formats, TEXT_FORMAT_NAMES[f]);
+        PyObject *ids, *services;
+        if (tables == NULL || !PyArg_ParseTuple(tables, "OO", &ids, &services)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "formats: no tables for %s", TEXT_FORMAT_NAMES[f]);
+            return NULL;
+        }
+        FormatTables *t = &FORMAT_TABLES[f];
+        if (read_word_values(ids, t->id_fields, &t->n_id_fields, "identifier rules", 7) < 0 ||
+            read_words(services, t->service_fields, &t->n_service_fields, "service fields") < 0)
+            return NULL;
+    }
+    TEXT_CONFIGURED = 1;
     Py_RETURN_NONE;
 }
 
@@ -435,7 +466,7 @@ PyDoc_STRVAR(map_text_doc,
 "map_text(lines, origin, format, offset_s, service, file_service)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
-"Map the single-line records of a text format (\"oslo\" or \"python\"; bytes lines without\n"
+"Map the single-line records of a text format (oslo, python or logfmt; bytes lines without\n"
 "their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
 "UTC), with --service (or None) and the service the input's name gives (or None); the layer\n"
 "column is left null for the caller to place from the service. Every line that is not a\n"
@@ -459,13 +490,16 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
                           &format_len, &offset_s, &service, &service_len, &file_service,
                           &file_service_len))
         return NULL;
-    TextOptions options = {0};
-    if (strcmp(format, "oslo") == 0) {
-        options.format = T_OSLO;
-    } else if (strcmp(format, "python") == 0) {
-        options.format = T_PYTHON;
-    } else {
-        PyErr_Format(PyExc_ValueError, "format %.80s is not mapped here (oslo, python)", format);
+    if (!TEXT_CONFIGURED) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_text() was not called");
+        return NULL;
+    }
+    TextOptions options = {.format = -1};
+    for (int f = 0; f < N_TEXT_FORMATS; f++)
+        if (strcmp(format, TEXT_FORMAT_NAMES[f]) == 0) options.format = f;
+    if (options.format < 0) {
+        PyErr_Format(PyExc_ValueError, "format %.80s is not mapped here (oslo, python, logfmt)",
+                     format);
         return NULL;
     }
     if (offset_s <= -86400 || offset_s >= 86400) {

@@ -54,7 +54,7 @@ static int role_of(const char *key, size_t len) {
 /* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads (YYYY-MM-DDTHH:MM:SS, 1 to 9
  * fraction digits after ".", then Z or ±HH:MM), in the years whose every instant the store
  * holds; anything else (a space, a comma, more digits, another offset form) declines. */
-static int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
+int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
     int year, month, day, hour, minute, second;
     if (n < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
         return -1;

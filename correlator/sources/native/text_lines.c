@@ -1,14 +1,16 @@
-/* The text formats' single-line records in one pass: oslo.log (text/oslo.py) and Python's
- * logging (text/python.py) read, then made an event as text/_event.Maker.event makes it (the
- * service, the built-in identifier rules of text/_known.py, the level, a request line, attrs),
- * for the lines it can read with certainty.
+/* The text formats' single-line records in one pass: oslo.log (text/oslo.py), Python's
+ * logging (text/python.py) and logfmt (text/logfmt.py) read, then made an event as
+ * text/_event.Maker.event makes it (the service, the built-in identifier rules of
+ * text/_known.py, the level, a request, attrs), for the lines it can read with certainty.
  *
  * Such a line is printable ASCII (so nothing is escaped but '"' and '\\', no character is a
  * Unicode digit, letter or space, and each pattern reads it one way only), starts a record of
  * its format, and is the whole record: the line after it starts one too (map_text checks it
  * with text_starts). Anything else is declined, and the Python parser, the reference, reads it:
  * continuation lines and the records they continue, rejects, dates outside the store's years,
- * a leading file word the service cannot be read from plainly. The layer is placed by the
+ * a leading file word the service cannot be read from plainly, logfmt values with escapes
+ * other than \" and \\ (a newline makes a message of two lines) or a time in another form
+ * than RFC 3339's canonical one, identifiers the identifier check refuses. The layer is placed by the
  * caller, from the service (the built-in names and the operator's service rules read nothing
  * else). tests/correlator/sources/test_text_native.py feeds both the same generated and
  * hostile lines.
@@ -19,10 +21,13 @@
 
 #include "civil.h"
 
-Word LEVEL_CODES[MAX_WORDS];
-int N_LEVEL_CODES;
+const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt"};
+FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
+Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
+int N_HTTP_FIELDS[3], N_LEVEL_CODES;
 
-#define MAX_TEXT_FIELDS 8
+/* The most fields a record mapped here has (a logfmt line with more is declined). */
+#define MAX_TEXT_FIELDS 64
 /* A request line's path: _event._REQUEST_LINE's \S{1,2048}. */
 #define MAX_REQUEST_PATH 2048
 
@@ -88,26 +93,48 @@ static int stamp_ns(const Stamp *st, int64_t offset_s, int64_t *ts_ns) {
 /* -- what a format reads ------------------------------------------------------------------- */
 
 typedef struct {
-    const char *name;
-    Text value;
-    int taken; /* its whole value became an identifier: its column holds it */
+    Text name, value;
+    int popped; /* read as the time, level or message (logfmt): not a field */
+    int taken;  /* its whole value became an identifier: its column holds it, not attrs */
 } Field;
 
 typedef struct {
     Stamp stamp;
-    Text level, message;
+    int64_t ts_ns; /* when has_ts: read by the format itself (logfmt) */
+    int has_ts;
+    Text level; /* NULL: none (the level is "info") */
+    Text message;
     Field fields[MAX_TEXT_FIELDS];
     int count;
 } Read;
 
-static void add_field(Read *r, const char *name, Text value) {
-    r->fields[r->count++] = (Field){name, value, 0};
+static int text_equals(Text a, const char *b, size_t n) {
+    return a.len == n && memcmp(a.text, b, n) == 0;
 }
 
-static Field *field_named(Read *r, const char *name) {
+static Field *field_of(Read *r, const char *name, size_t n) {
     for (int i = 0; i < r->count; i++)
-        if (strcmp(r->fields[i].name, name) == 0) return &r->fields[i];
+        if (!r->fields[i].popped && text_equals(r->fields[i].name, name, n))
+            return &r->fields[i];
     return NULL;
+}
+
+static Field *field_named(Read *r, const char *name) { return field_of(r, name, strlen(name)); }
+
+/* A field set as a dict item is: a repeated name keeps its place and takes the new value. */
+static int set_field(Read *r, Text name, Text value) {
+    Field *f = field_of(r, name.text, name.len);
+    if (f != NULL) {
+        f->value = value;
+        return 0;
+    }
+    if (r->count == MAX_TEXT_FIELDS) return -1;
+    r->fields[r->count++] = (Field){name, value, 0, 0};
+    return 0;
+}
+
+static void add_field(Read *r, const char *name, Text value) {
+    r->fields[r->count++] = (Field){{name, strlen(name)}, value, 0, 0};
 }
 
 /* -- oslo.log -------------------------------------------------------------------------------- */
@@ -257,27 +284,19 @@ static const char *node_uuid(Text message) {
     return NULL;
 }
 
-/* The identifiers _known.BUILTIN_IDS finds in an oslo record (ids: node_id, node_instance_id,
- * correlation_id, allocation_id, workflow_id), in their order, the fields whose whole value
- * became one marked taken. Every value is of identifier characters by construction. */
-static void oslo_ids(Read *r, Row *row) {
-    Field *f = field_named(r, "global_request_id");
-    if (f == NULL) f = field_named(r, "request_id");
-    if (f != NULL) {
-        row->ids[2] = f->value;
-        f->taken = 1;
-    }
-    f = field_named(r, "instance");
-    if (f != NULL) {
-        row->ids[3] = f->value;
-        f->taken = 1;
-    } else {
+/* The pattern rules of _known.BUILTIN_IDS for oslo, after its field rules (which come first
+ * in the rules' order for the same identifiers): a compute API path names the allocation_id,
+ * a bare-metal node the node_id. A uuid passes the identifier check. */
+static void oslo_patterns(Read *r, Row *row) {
+    if (row->ids[3].text == NULL) {
         const char *at = uuid_after(r->message, "/servers/", 9);
         if (at != NULL) row->ids[3] = (Text){at, 36};
     }
-    const char *node = node_uuid(r->message);
-    if (node == NULL) node = uuid_after(r->message, "/nodes/", 7);
-    if (node != NULL) row->ids[0] = (Text){node, 36};
+    if (row->ids[0].text == NULL) {
+        const char *node = node_uuid(r->message);
+        if (node == NULL) node = uuid_after(r->message, "/nodes/", 7);
+        if (node != NULL) row->ids[0] = (Text){node, 36};
+    }
 }
 
 /* -- Python's logging -------------------------------------------------------------------- */
@@ -383,7 +402,137 @@ static int python_read(const char *line, const char *end, Read *r) {
     return 0;
 }
 
+/* -- logfmt --------------------------------------------------------------------------------- */
+
+/* A quoted value at p ('"' there) as _quoted's _QUOTED reads it and unquote() unquotes it, of
+ * the escapes \" and \\ only (unescaped into ``out``); *p past its closing quote. -1: no
+ * closing quote (the reference rejects the line), or another escape (it reads it). */
+static int quoted_value(const char **p, const char *end, Buf *out, Text *value) {
+    const char *q = *p + 1;
+    int escaped = 0;
+    while (q < end && *q != '"') {
+        if (*q == '\\') {
+            if (q + 1 == end || (q[1] != '"' && q[1] != '\\')) return -1;
+            escaped = 1;
+            q++;
+        }
+        q++;
+    }
+    if (q == end) return -1;
+    *value = (Text){*p + 1, (size_t)(q - *p - 1)};
+    *p = q + 1;
+    if (escaped) {
+        char *at = out->data + out->len;
+        for (size_t i = 0; i < value->len; i++) {
+            if (value->text[i] == '\\') i++;
+            out->data[out->len++] = value->text[i];
+        }
+        *value = (Text){at, (size_t)(out->data + out->len - at)};
+    }
+    return 0;
+}
+
+/* _quoted.pairs: key=value pairs (a quoted value, a bare one, or none: a bare key), by key,
+ * the last of a repeated key; -1 where the line stops being pairs (the reference rejects it)
+ * or holds an escape other than \" and \\ in a quoted value (it reads those). */
+static int logfmt_pairs(const char *p, const char *end, Buf *out, Read *r) {
+    while (p < end && *p == ' ') p++;
+    while (end > p && end[-1] == ' ') end--;
+    if (p == end) return -1; /* a blank line */
+    while (p < end) {
+        while (*p == ' ') p++; /* the text ends with no space */
+        const char *key = p;
+        while (p < end && *p != ' ' && *p != '=' && *p != '"') p++;
+        if (p == key) return -1;
+        Text name = {key, (size_t)(p - key)}, value = {p, 0};
+        if (p < end && *p == '=') {
+            p++;
+            if (p < end && *p == '"') {
+                if (quoted_value(&p, end, out, &value) < 0) return -1;
+            } else {
+                const char *start = p;
+                while (p < end && *p != ' ' && *p != '"') p++;
+                value = (Text){start, (size_t)(p - start)};
+            }
+        }
+        if (p < end && *p != ' ') return -1; /* (?=\s|$) */
+        if (set_field(r, name, value) < 0) return -1;
+    }
+    return 0;
+}
+
+/* The first of ``names`` among the fields, taken out of them (logfmt's time, level and
+ * message keys); NULL if none. */
+static Field *take_first(Read *r, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) {
+        Field *f = field_named(r, names[i]);
+        if (f != NULL) {
+            f->popped = 1;
+            return f;
+        }
+    }
+    return NULL;
+}
+
+static int logfmt_read(const char *line, const char *end, Buf *out, Read *r) {
+    static const char *const TIME_KEYS[] = {"time", "ts", "t"};
+    static const char *const LEVEL_KEYS[] = {"level", "lvl"};
+    static const char *const MESSAGE_KEYS[] = {"msg", "message"};
+    if (logfmt_pairs(line, end, out, r) < 0) return -1;
+    Field *time = take_first(r, TIME_KEYS, 3);
+    if (time == NULL || parse_ts(time->value.text, time->value.len, &r->ts_ns) < 0) return -1;
+    r->has_ts = 1;
+    Field *level = take_first(r, LEVEL_KEYS, 2);
+    r->level = level != NULL ? level->value : (Text){NULL, 0};
+    Field *message = take_first(r, MESSAGE_KEYS, 2);
+    r->message = message != NULL ? message->value : (Text){line, 0};
+    return 0;
+}
+
 /* -- the event ------------------------------------------------------------------------------ */
+
+/* _fields.take_id for a text value: the five identifiers of identifier characters, a trace
+ * or span id of lowercase hex, not all zeros. */
+static int id_passes(int target, Text value) {
+    if (target < 5) return safe_id(value.text, value.len);
+    size_t want = target == 5 ? 32 : 16;
+    int zeros = 1;
+    if (value.len != want) return 0;
+    for (size_t i = 0; i < want; i++) {
+        char c = value.text[i];
+        if (!(is_digit(c) || (c >= 'a' && c <= 'f'))) return 0;
+        if (c != '0') zeros = 0;
+    }
+    return !zeros;
+}
+
+/* _rules.IdRules.find for the format's field rules: the first rule in order that gives an
+ * identifier a value gives it, and its field leaves attrs; -1 (declined) when a value fails
+ * the identifier check (the reference notes it in attrs). */
+static int field_ids(const FormatTables *tables, Read *r, Row *row) {
+    for (int k = 0; k < tables->n_id_fields; k++) {
+        const Word *rule = &tables->id_fields[k];
+        Text *to = rule->value < 5 ? &row->ids[rule->value]
+                   : rule->value == 5 ? &row->trace_id
+                                      : &row->span_id;
+        if (to->text != NULL) continue;
+        Field *f = field_of(r, rule->text, rule->len);
+        if (f == NULL || f->value.len == 0) continue;
+        if (!id_passes(rule->value, f->value)) return -1;
+        *to = f->value;
+        f->taken = 1;
+    }
+    return 0;
+}
+
+/* _event._first: the first of ``names`` with a non-empty value, or NULL. */
+static Text first_value(Read *r, const Word *names, int n) {
+    for (int i = 0; i < n; i++) {
+        Field *f = field_of(r, names[i].text, names[i].len);
+        if (f != NULL && f->value.len) return f->value;
+    }
+    return (Text){NULL, 0};
+}
 
 static const char *METHODS[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
 
@@ -410,13 +559,13 @@ static int status_at(const char *p, const char *end) {
            boundary(p + 3, end);
 }
 
-/* _event._request for a record whose fields name no HTTP field: the first request line
- * quoted in the message (_REQUEST_LINE.search), its status and time. */
-static void request_line(Text message, Row *row) {
+/* The first request line quoted in a message (_REQUEST_LINE.search), its status and time,
+ * in the row; 0 when there is none. */
+static int request_line(Text message, Row *row) {
     const char *end = message.text + message.len;
     for (const char *quote = message.text; quote < end; quote++) {
         quote = memchr(quote, '"', (size_t)(end - quote));
-        if (quote == NULL) return;
+        if (quote == NULL) return 0;
         const char *p = quote + 1;
         size_t method_len = 0;
         for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0] && !method_len; m++) {
@@ -463,8 +612,9 @@ static void request_line(Text message, Row *row) {
             row->has_duration = 1;
             break;
         }
-        return;
+        return 1;
     }
+    return 0;
 }
 
 /* _event._level: the level of a word, and whether it is one (else "info", and the word kept
@@ -498,10 +648,10 @@ static void put_string(Buf *out, Text t) {
     out->data[out->len++] = '"';
 }
 
-static void put_member(Buf *out, int *first, const char *name, Text value) {
+static void put_member(Buf *out, int *first, Text name, Text value) {
     if (!*first) out->data[out->len++] = ',';
     *first = 0;
-    put_string(out, (Text){name, strlen(name)});
+    put_string(out, name);
     out->data[out->len++] = ':';
     put_string(out, value);
 }
@@ -519,42 +669,92 @@ static int word_service(Text word, Text *service) {
 
 int text_starts(int format, const char *line, size_t len) {
     const char *end = line + len;
+    if (format == T_LOGFMT) return 1; /* every line starts a logfmt record */
     if (!printable(line, len)) return 0;
     if (format == T_OSLO) return oslo_starts(line, end);
     return len > 0 && is_digit(line[0]) && stamp_at(line, end, &(Stamp){0}) == 0;
+}
+
+/* _event._request: the HTTP fields a record names, and a request line quoted in its message
+ * when they name no method (it replaces them all). */
+static void request_of(Read *r, Row *row) {
+    Text method = {NULL, 0}, path = {NULL, 0}, status = {NULL, 0};
+    int any = 0;
+    for (int k = 0; k < 3 && !any; k++)
+        for (int i = 0; i < N_HTTP_FIELDS[k] && !any; i++)
+            any = field_of(r, HTTP_FIELDS[k][i].text, HTTP_FIELDS[k][i].len) != NULL;
+    if (any) {
+        method = first_value(r, HTTP_FIELDS[0], N_HTTP_FIELDS[0]);
+        path = first_value(r, HTTP_FIELDS[1], N_HTTP_FIELDS[1]);
+        status = first_value(r, HTTP_FIELDS[2], N_HTTP_FIELDS[2]);
+    }
+    if (method.text == NULL && memchr(r->message.text, '"', r->message.len) != NULL &&
+        request_line(r->message, row))
+        return;
+    row->method = method;
+    row->path = path;
+    if (status.len == 3 && is_digit(status.text[0]) && is_digit(status.text[1]) &&
+        is_digit(status.text[2])) {
+        row->status = (status.text[0] - '0') * 100 + (status.text[1] - '0') * 10 +
+                      (status.text[2] - '0');
+        row->has_status = 1;
+    }
+}
+
+/* _event.Maker._service: --service, else the first of the format's service fields present
+ * (a file's name up to its first dot), else the input's name's; -1 for a file word the
+ * reference reads. */
+static int service_of(const TextOptions *o, Read *r, Text *service) {
+    if (o->service.text != NULL) {
+        *service = o->service;
+        return 0;
+    }
+    const FormatTables *tables = &FORMAT_TABLES[o->format];
+    for (int i = 0; i < tables->n_service_fields; i++) {
+        const Word *name = &tables->service_fields[i];
+        Field *f = field_of(r, name->text, name->len);
+        if (f == NULL || f->value.len == 0) continue;
+        if (text_equals((Text){name->text, name->len}, "file", 4))
+            return word_service(f->value, service);
+        *service = f->value;
+        return 0;
+    }
+    *service = o->file_service;
+    return 0;
 }
 
 int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, Row *row) {
     const char *end = line + len;
     Read r;
     r.count = 0;
+    r.has_ts = 0;
     if (!printable(line, len)) return -1;
-    if ((o->format == T_OSLO ? oslo_read(line, end, &r) : python_read(line, end, &r)) < 0)
-        return -1;
+    int read = o->format == T_OSLO     ? oslo_read(line, end, &r)
+               : o->format == T_PYTHON ? python_read(line, end, &r)
+                                       : logfmt_read(line, end, out, &r);
+    if (read < 0) return -1;
     memset(row, 0, sizeof *row);
-    if (stamp_ns(&r.stamp, o->offset_s, &row->ts_ns) < 0) return -1;
-    if (o->service.text != NULL) {
-        row->service = o->service;
-    } else {
-        Field *file = o->format == T_OSLO ? field_named(&r, "file") : NULL;
-        if (file != NULL) {
-            if (word_service(file->value, &row->service) < 0) return -1;
-        } else {
-            row->service = o->file_service;
-        }
-    }
-    if (o->format == T_OSLO) oslo_ids(&r, row);
+    if (r.has_ts)
+        row->ts_ns = r.ts_ns;
+    else if (stamp_ns(&r.stamp, o->offset_s, &row->ts_ns) < 0)
+        return -1;
+    if (service_of(o, &r, &row->service) < 0 || field_ids(&FORMAT_TABLES[o->format], &r, row) < 0)
+        return -1;
+    if (o->format == T_OSLO) oslo_patterns(&r, row);
     row->message = r.message;
-    int known = level_of(r.level, &row->level);
-    if (memchr(r.message.text, '"', r.message.len) != NULL) request_line(r.message, row);
+    int known = r.level.text == NULL || level_of(r.level, &row->level);
+    if (r.level.text == NULL) row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len};
+    request_of(&r, row);
 
     char *at = out->data + out->len;
     int first = 1;
     out->data[out->len++] = '{';
     for (int i = 0; i < r.count; i++)
-        if (!r.fields[i].taken) put_member(out, &first, r.fields[i].name, r.fields[i].value);
-    if (!known) put_member(out, &first, "level", r.level);
+        if (!r.fields[i].popped && !r.fields[i].taken)
+            put_member(out, &first, r.fields[i].name, r.fields[i].value);
+    if (!known) put_member(out, &first, (Text){"level", 5}, r.level);
     out->data[out->len++] = '}';
-    row->attrs = (Text){at, (size_t)(out->data + out->len - at)};
+    /* no attrs at all is null (_schema: an empty dict is not written) */
+    row->attrs = first ? (Text){NULL, 0} : (Text){at, (size_t)(out->data + out->len - at)};
     return 0;
 }

@@ -1,6 +1,6 @@
 """A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
-formats the compiled module reads (``oslo``, ``python``) mapped natively, every other line by
-the parser.
+formats the compiled module reads (``oslo``, ``python``, ``logfmt``) mapped natively, every
+other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
 (``native/text_lines.c``) maps each line it can read with certainty that is a record of its
@@ -35,19 +35,36 @@ from correlator.model import LEVELS, Reject
 from correlator.sources._native import native, native_table, with_declined
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
-from correlator.sources.text._event import LEVEL_CODES, Maker, origin_service
-from correlator.sources.text._rules import IdRules
+from correlator.sources.text._event import HTTP_FIELDS, LEVEL_CODES, Maker, origin_service
+from correlator.sources.text._known import SERVICE_FIELDS, rules_for
+from correlator.sources.text._rules import ID_TARGETS, IdRules
 from correlator.sources.text._rules_file import TextRules
 
 __all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
 
 #: The formats the compiled module maps.
-NATIVE_FORMATS: Final = frozenset({"oslo", "python"})
+NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt"})
 _NO_RULES: Final = TextRules()
 _LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
 
 if native is not None:
-    native.configure_text({code: list(LEVELS).index(name) for code, name in LEVEL_CODES.items()})
+    # The tables the compiled module reads a record's level, request, identifiers and
+    # service with, from their homes (its pattern rules, oslo's only, are written in C).
+    native.configure_text(
+        {code: list(LEVELS).index(name) for code, name in LEVEL_CODES.items()},
+        HTTP_FIELDS,
+        {
+            name: (
+                {
+                    rule.field: ID_TARGETS.index(rule.to)
+                    for rule in rules_for(name)
+                    if rule.pattern is None
+                },
+                SERVICE_FIELDS.get(name, ()),
+            )
+            for name in NATIVE_FORMATS
+        },
+    )
 
 
 def text_table(

@@ -42,7 +42,7 @@ from correlator.sources.text._format import Parsed
 from correlator.sources.text._known import NAMED_LAYERS, SERVICE_FIELDS
 from correlator.sources.text._rules import IdRules, LayerRule, layer_of
 
-__all__ = ["LEVEL_CODES", "Maker", "file_service", "origin_service"]
+__all__ = ["HTTP_FIELDS", "LEVEL_CODES", "Maker", "file_service", "origin_service"]
 
 SOURCE: Final = "text"
 _LAYER_LIST: Final = ", ".join(LAYERS)
@@ -71,6 +71,8 @@ _STATUS_FIELDS: Final = (
     "http.response.status_code",
     "http_status",
 )
+#: The fields that name a request's method, path and status, first present first.
+HTTP_FIELDS: Final = (_METHOD_FIELDS, _PATH_FIELDS, _STATUS_FIELDS)
 _HTTP_FIELDS: Final = frozenset((*_METHOD_FIELDS, *_PATH_FIELDS, *_STATUS_FIELDS))
 _REQUEST_LINE: Final = re.compile(
     r'"(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S{1,2048}) HTTP/[0-9.]{1,3}"'
