@@ -463,12 +463,15 @@ static PyObject *configure_text(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(map_text_doc,
-"map_text(lines, origin, format, offset_s, service, file_service)\n"
+"map_text(lines, origin, format, offset_s, service, file_service, now_ns, latest_ns)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
-"Map the single-line records of a text format (oslo, python or logfmt; bytes lines without\n"
-"their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
-"UTC), with --service (or None) and the service the input's name gives (or None); the layer\n"
+"Map the single-line records of a text format (oslo, python, logfmt or klog; bytes lines\n"
+"without"
+" their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
+"UTC), with --service (or None) and the service the input's name gives (or None), a yearless\n"
+"time (klog's) in the latest year that puts it no later than latest_ns (now_ns and the slack\n"
+"of _civil.yearless_ns); the layer\n"
 "column is left null for the caller to place from the service. Every line that is not a\n"
 "record of its own, or that this module is not sure of, is declined, by index, to the\n"
 "parser. Returns as map_lines does, and the index of each row's line as int32 bytes; runs\n"
@@ -485,10 +488,10 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
     PyObject *lines;
     const char *origin, *format, *service, *file_service;
     Py_ssize_t origin_len, format_len, service_len, file_service_len;
-    long long offset_s;
-    if (!PyArg_ParseTuple(args, "Os#s#Lz#z#", &lines, &origin, &origin_len, &format,
+    long long offset_s, now_ns, latest_ns;
+    if (!PyArg_ParseTuple(args, "Os#s#Lz#z#LL", &lines, &origin, &origin_len, &format,
                           &format_len, &offset_s, &service, &service_len, &file_service,
-                          &file_service_len))
+                          &file_service_len, &now_ns, &latest_ns))
         return NULL;
     if (!TEXT_CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure_text() was not called");
@@ -498,8 +501,8 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
     for (int f = 0; f < N_TEXT_FORMATS; f++)
         if (strcmp(format, TEXT_FORMAT_NAMES[f]) == 0) options.format = f;
     if (options.format < 0) {
-        PyErr_Format(PyExc_ValueError, "format %.80s is not mapped here (oslo, python, logfmt)",
-                     format);
+        PyErr_Format(PyExc_ValueError,
+                     "format %.80s is not mapped here (oslo, python, logfmt, klog)", format);
         return NULL;
     }
     if (offset_s <= -86400 || offset_s >= 86400) {
@@ -507,6 +510,8 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
         return NULL;
     }
     options.offset_s = offset_s;
+    options.now_ns = now_ns;
+    options.latest_ns = latest_ns;
     if (service != NULL) options.service = (Text){service, (size_t)service_len};
     if (file_service != NULL) options.file_service = (Text){file_service, (size_t)file_service_len};
     return map_batch(lines, "text", 4, origin, origin_len, &options, map_text_row, screen_text, 1,

@@ -21,7 +21,7 @@
 
 #include "civil.h"
 
-const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt"};
+const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt", "klog"};
 FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
 Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 int N_HTTP_FIELDS[3], N_LEVEL_CODES;
@@ -404,21 +404,26 @@ static int python_read(const char *line, const char *end, Read *r) {
 
 /* -- logfmt --------------------------------------------------------------------------------- */
 
+/* What the readers of quoted values and pairs say of a text: not that (the reference rejects
+ * it, or reads it otherwise), or an escape this module leaves to the reference. */
+enum { NOT_READ = -1, UNCERTAIN = -2 };
+
 /* A quoted value at p ('"' there) as _quoted's _QUOTED reads it and unquote() unquotes it, of
- * the escapes \" and \\ only (unescaped into ``out``); *p past its closing quote. -1: no
- * closing quote (the reference rejects the line), or another escape (it reads it). */
+ * the escapes \" and \\ only (unescaped into ``out``); *p past its closing quote. NOT_READ:
+ * no closing quote; UNCERTAIN: another escape before it. */
 static int quoted_value(const char **p, const char *end, Buf *out, Text *value) {
     const char *q = *p + 1;
     int escaped = 0;
     while (q < end && *q != '"') {
         if (*q == '\\') {
-            if (q + 1 == end || (q[1] != '"' && q[1] != '\\')) return -1;
+            if (q + 1 == end) return NOT_READ;
+            if (q[1] != '"' && q[1] != '\\') return UNCERTAIN;
             escaped = 1;
             q++;
         }
         q++;
     }
-    if (q == end) return -1;
+    if (q == end) return NOT_READ;
     *value = (Text){*p + 1, (size_t)(q - *p - 1)};
     *p = q + 1;
     if (escaped) {
@@ -433,30 +438,30 @@ static int quoted_value(const char **p, const char *end, Buf *out, Text *value) 
 }
 
 /* _quoted.pairs: key=value pairs (a quoted value, a bare one, or none: a bare key), by key,
- * the last of a repeated key; -1 where the line stops being pairs (the reference rejects it)
- * or holds an escape other than \" and \\ in a quoted value (it reads those). */
+ * the last of a repeated key; NOT_READ where the text stops being pairs, UNCERTAIN for an
+ * escape other than \" and \\ in a quoted value. */
 static int logfmt_pairs(const char *p, const char *end, Buf *out, Read *r) {
     while (p < end && *p == ' ') p++;
     while (end > p && end[-1] == ' ') end--;
-    if (p == end) return -1; /* a blank line */
     while (p < end) {
         while (*p == ' ') p++; /* the text ends with no space */
         const char *key = p;
         while (p < end && *p != ' ' && *p != '=' && *p != '"') p++;
-        if (p == key) return -1;
+        if (p == key) return NOT_READ;
         Text name = {key, (size_t)(p - key)}, value = {p, 0};
         if (p < end && *p == '=') {
             p++;
             if (p < end && *p == '"') {
-                if (quoted_value(&p, end, out, &value) < 0) return -1;
+                int rc = quoted_value(&p, end, out, &value);
+                if (rc < 0) return rc == UNCERTAIN ? UNCERTAIN : NOT_READ;
             } else {
                 const char *start = p;
                 while (p < end && *p != ' ' && *p != '"') p++;
                 value = (Text){start, (size_t)(p - start)};
             }
         }
-        if (p < end && *p != ' ') return -1; /* (?=\s|$) */
-        if (set_field(r, name, value) < 0) return -1;
+        if (p < end && *p != ' ') return NOT_READ; /* (?=\s|$) */
+        if (set_field(r, name, value) < 0) return UNCERTAIN;
     }
     return 0;
 }
@@ -478,7 +483,9 @@ static int logfmt_read(const char *line, const char *end, Buf *out, Read *r) {
     static const char *const TIME_KEYS[] = {"time", "ts", "t"};
     static const char *const LEVEL_KEYS[] = {"level", "lvl"};
     static const char *const MESSAGE_KEYS[] = {"msg", "message"};
-    if (logfmt_pairs(line, end, out, r) < 0) return -1;
+    const char *p = line;
+    while (p < end && *p == ' ') p++;
+    if (p == end || logfmt_pairs(line, end, out, r) < 0) return -1; /* a blank line, or not */
     Field *time = take_first(r, TIME_KEYS, 3);
     if (time == NULL || parse_ts(time->value.text, time->value.len, &r->ts_ns) < 0) return -1;
     r->has_ts = 1;
@@ -487,6 +494,98 @@ static int logfmt_read(const char *line, const char *end, Buf *out, Read *r) {
     Field *message = take_first(r, MESSAGE_KEYS, 2);
     r->message = message != NULL ? message->value : (Text){line, 0};
     return 0;
+}
+
+/* -- klog ----------------------------------------------------------------------------------- */
+
+/* klog's _HEAD at the line's start: the level's letter, mmdd hh:mm:ss, a fraction of 1-9
+ * digits, spaces, the thread id, file:line, "] ". *message past it. */
+static int klog_head(const char *line, const char *end, Read *r, const char **message) {
+    const char *p = line;
+    if (end - p < 15 || (*p != 'I' && *p != 'W' && *p != 'E' && *p != 'F') || p[5] != ' ' ||
+        p[8] != ':' || p[11] != ':')
+        return -1;
+    Stamp *st = &r->stamp;
+    st->year = 0;
+    if (digits(p + 1, 2, &st->month) || digits(p + 3, 2, &st->day) ||
+        digits(p + 6, 2, &st->hour) || digits(p + 9, 2, &st->minute) ||
+        digits(p + 12, 2, &st->second))
+        return -1;
+    st->fraction = NULL;
+    st->fraction_len = 0;
+    r->level = (Text){p, 1};
+    p += 14;
+    if (p < end && *p == '.') {
+        size_t n = digit_run(p + 1, end);
+        if (n < 1 || n > 9) return -1;
+        st->fraction = p + 1;
+        st->fraction_len = n;
+        p += 1 + n;
+    }
+    const char *spaces = p;
+    while (p < end && *p == ' ') p++;
+    size_t n = digit_run(p, end);
+    if (p == spaces || n == 0 || p + n >= end || p[n] != ' ') return -1;
+    Text pid = {p, n};
+    p += n + 1;
+    const char *file = p;
+    while (p < end && *p != ' ' && *p != ':' && *p != ']') p++;
+    if (p == file || p >= end || *p != ':') return -1;
+    Text file_name = {file, (size_t)(p - file)};
+    const char *number = ++p;
+    n = digit_run(p, end);
+    if (n == 0 || end - (p + n) < 2 || p[n] != ']' || p[n + 1] != ' ') return -1;
+    add_field(r, "pid", pid);
+    add_field(r, "file", file_name);
+    add_field(r, "line", (Text){number, n});
+    *message = p + n + 2;
+    return 0;
+}
+
+static int klog_starts(const char *line, const char *end) {
+    Read r;
+    const char *message;
+    r.count = 0;
+    return klog_head(line, end, &r, &message) == 0;
+}
+
+/* A structured message: the quoted message, and the pairs after it, which the header's keys
+ * win over; a message whose pairs cannot be read is all text. */
+static int klog_read(const char *line, const char *end, Buf *out, Read *r) {
+    const char *message;
+    if (klog_head(line, end, r, &message) < 0) return -1;
+    r->message = (Text){message, (size_t)(end - message)};
+    if (message == end || *message != '"') return 0;
+    const char *p = message;
+    Text quoted;
+    int rc = quoted_value(&p, end, out, &quoted);
+    if (rc == UNCERTAIN) return -1;
+    if (rc == NOT_READ) return 0;
+    Read pairs;
+    pairs.count = 0;
+    rc = logfmt_pairs(p, end, out, &pairs);
+    if (rc == UNCERTAIN) return -1;
+    if (rc == NOT_READ) return 0;
+    for (int i = 0; i < pairs.count; i++) {
+        if (field_of(r, pairs.fields[i].name.text, pairs.fields[i].name.len) != NULL) continue;
+        if (r->count == MAX_TEXT_FIELDS) return -1;
+        r->fields[r->count++] = pairs.fields[i];
+    }
+    r->message = quoted;
+    return 0;
+}
+
+/* _civil.yearless_ns in a zone of a fixed offset: the year of now, else the one before when
+ * that puts the time past now and the slack. 29 February (a search for a leap year) is the
+ * reference's. */
+static int yearless_ns(Stamp *st, const TextOptions *o, int64_t *ts_ns) {
+    if (st->month == 2 && st->day == 29) return -1;
+    int64_t now_s = o->now_ns / 1000000000LL - (o->now_ns % 1000000000LL < 0);
+    st->year = (int)year_of(now_s + o->offset_s);
+    if (stamp_ns(st, o->offset_s, ts_ns) < 0) return -1;
+    if (*ts_ns <= o->latest_ns) return 0;
+    st->year--;
+    return stamp_ns(st, o->offset_s, ts_ns);
 }
 
 /* -- the event ------------------------------------------------------------------------------ */
@@ -672,6 +771,7 @@ int text_starts(int format, const char *line, size_t len) {
     if (format == T_LOGFMT) return 1; /* every line starts a logfmt record */
     if (!printable(line, len)) return 0;
     if (format == T_OSLO) return oslo_starts(line, end);
+    if (format == T_KLOG) return klog_starts(line, end);
     return len > 0 && is_digit(line[0]) && stamp_at(line, end, &(Stamp){0}) == 0;
 }
 
@@ -731,12 +831,14 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     if (!printable(line, len)) return -1;
     int read = o->format == T_OSLO     ? oslo_read(line, end, &r)
                : o->format == T_PYTHON ? python_read(line, end, &r)
+               : o->format == T_KLOG   ? klog_read(line, end, out, &r)
                                        : logfmt_read(line, end, out, &r);
     if (read < 0) return -1;
     memset(row, 0, sizeof *row);
     if (r.has_ts)
         row->ts_ns = r.ts_ns;
-    else if (stamp_ns(&r.stamp, o->offset_s, &row->ts_ns) < 0)
+    else if ((o->format == T_KLOG ? yearless_ns(&r.stamp, o, &row->ts_ns)
+                                  : stamp_ns(&r.stamp, o->offset_s, &row->ts_ns)) < 0)
         return -1;
     if (service_of(o, &r, &row->service) < 0 || field_ids(&FORMAT_TABLES[o->format], &r, row) < 0)
         return -1;

@@ -10,7 +10,7 @@
 #include "record.h"
 
 /* The formats mapped here, by the index map_text's callers name them with. */
-enum { T_OSLO, T_PYTHON, T_LOGFMT, N_TEXT_FORMATS };
+enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, N_TEXT_FORMATS };
 extern const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS];
 
 /* What configure_text() hands over from text/_known.py and text/_event.py. */
@@ -34,6 +34,8 @@ typedef struct {
     int64_t offset_s;  /* the zone's fixed UTC offset (a zone with rules is not mapped here) */
     Text service;      /* --service, or NULL */
     Text file_service; /* the service the input's name gives, or NULL */
+    int64_t now_ns;    /* a yearless time's year is the latest not after now + the slack */
+    int64_t latest_ns; /* (_civil.yearless_ns: now + FUTURE_SLACK_NS) */
 } TextOptions;
 
 /* Whether a line (without its line end) certainly starts a record of ``format`` as the

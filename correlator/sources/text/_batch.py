@@ -1,6 +1,6 @@
 """A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
-formats the compiled module reads (``oslo``, ``python``, ``logfmt``) mapped natively, every
-other line by the parser.
+formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``) mapped
+natively, every other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
 (``native/text_lines.c``) maps each line it can read with certainty that is a record of its
@@ -22,6 +22,7 @@ hostile lines.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, tzinfo
 from itertools import chain
@@ -35,6 +36,7 @@ from correlator.model import LEVELS, Reject
 from correlator.sources._native import native, native_table, with_declined
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
+from correlator.sources.text._civil import FUTURE_SLACK_NS
 from correlator.sources.text._event import HTTP_FIELDS, LEVEL_CODES, Maker, origin_service
 from correlator.sources.text._known import SERVICE_FIELDS, rules_for
 from correlator.sources.text._rules import ID_TARGETS, IdRules
@@ -43,7 +45,7 @@ from correlator.sources.text._rules_file import TextRules
 __all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
 
 #: The formats the compiled module maps.
-NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt"})
+NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog"})
 _NO_RULES: Final = TextRules()
 _LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
 
@@ -99,6 +101,8 @@ def text_table(
         offset_s,
         values.get("service"),
         origin_service(origin),
+        now_ns := time.time_ns(),
+        now_ns + FUTURE_SLACK_NS,
     )
     table, unplaced = _placed(native_table(rows, buffers), row_lines, _maker(values))
     if unplaced:
