@@ -466,11 +466,11 @@ PyDoc_STRVAR(map_text_doc,
 "map_text(lines, origin, format, offset_s, service, file_service, now_ns, latest_ns)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
-"Map the single-line records of a text format (oslo, python, logfmt or klog; bytes lines\n"
+"Map the single-line records of a text format (oslo, python, logfmt, klog or syslog; bytes lines\n"
 "without"
 " their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
 "UTC), with --service (or None) and the service the input's name gives (or None), a yearless\n"
-"time (klog's) in the latest year that puts it no later than latest_ns (now_ns and the slack\n"
+"time (klog's, RFC 3164's) in the latest year that puts it no later than latest_ns (now_ns and the slack\n"
 "of _civil.yearless_ns); the layer\n"
 "column is left null for the caller to place from the service. Every line that is not a\n"
 "record of its own, or that this module is not sure of, is declined, by index, to the\n"
@@ -502,7 +502,8 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
         if (strcmp(format, TEXT_FORMAT_NAMES[f]) == 0) options.format = f;
     if (options.format < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "format %.80s is not mapped here (oslo, python, logfmt, klog)", format);
+                     "format %.80s is not mapped here (oslo, python, logfmt, klog, syslog)",
+                     format);
         return NULL;
     }
     if (offset_s <= -86400 || offset_s >= 86400) {

@@ -21,7 +21,7 @@
 
 #include "civil.h"
 
-const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt", "klog"};
+const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt", "klog", "syslog"};
 FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
 Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 int N_HTTP_FIELDS[3], N_LEVEL_CODES;
@@ -44,6 +44,10 @@ static int is_word(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
 static int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 /* Whether a word ends before ``p`` (\b after a word character). */
 static int boundary(const char *p, const char *end) { return p == end || !is_word(*p); }
+
+/* Whether ``out`` holds ``n`` more bytes (reserved by the caller: a line that would need more
+ * is declined). */
+static int room(const Buf *out, size_t n) { return out->cap - out->len >= n; }
 
 static size_t digit_run(const char *p, const char *end) {
     const char *q = p;
@@ -100,8 +104,9 @@ typedef struct {
 
 typedef struct {
     Stamp stamp;
-    int64_t ts_ns; /* when has_ts: read by the format itself (logfmt) */
+    int64_t ts_ns; /* when has_ts: read by the format itself (an RFC 3339 time) */
     int has_ts;
+    int yearless; /* the stamp has no year (klog, RFC 3164) */
     Text level; /* NULL: none (the level is "info") */
     Text message;
     Field fields[MAX_TEXT_FIELDS];
@@ -427,6 +432,7 @@ static int quoted_value(const char **p, const char *end, Buf *out, Text *value) 
     *value = (Text){*p + 1, (size_t)(q - *p - 1)};
     *p = q + 1;
     if (escaped) {
+        if (!room(out, value->len)) return UNCERTAIN;
         char *at = out->data + out->len;
         for (size_t i = 0; i < value->len; i++) {
             if (value->text[i] == '\\') i++;
@@ -514,6 +520,7 @@ static int klog_head(const char *line, const char *end, Read *r, const char **me
     st->fraction = NULL;
     st->fraction_len = 0;
     r->level = (Text){p, 1};
+    r->yearless = 1;
     p += 14;
     if (p < end && *p == '.') {
         size_t n = digit_run(p + 1, end);
@@ -586,6 +593,174 @@ static int yearless_ns(Stamp *st, const TextOptions *o, int64_t *ts_ns) {
     if (*ts_ns <= o->latest_ns) return 0;
     st->year--;
     return stamp_ns(st, o->offset_s, ts_ns);
+}
+
+/* -- syslog ---------------------------------------------------------------------------------- */
+
+static const char MONTHS[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+
+/* syslog's _TAG at p: "app: ", "app[pid]: " (or without the space); *message past it, or p
+ * when there is none. */
+static void syslog_tag(const char *p, const char *end, Read *r, const char **message) {
+    const char *q = p;
+    *message = p;
+    while (q < end && *q != ' ' && *q != '[' && *q != ']' && *q != ':') q++;
+    size_t tag_len = (size_t)(q - p);
+    if (tag_len < 1 || tag_len > 128) return;
+    Text pid = {NULL, 0};
+    if (q < end && *q == '[') {
+        const char *start = q + 1;
+        const char *close = start;
+        while (close < end && *close != ']' && *close != ' ') close++;
+        size_t n = (size_t)(close - start);
+        if (close == end || *close != ']' || n < 1 || n > 32) return;
+        pid = (Text){start, n};
+        q = close + 1;
+    }
+    if (q == end || *q != ':') return;
+    q++;
+    if (q < end && *q == ' ') q++;
+    add_field(r, "app", (Text){p, tag_len});
+    if (pid.text != NULL) add_field(r, "procid", pid);
+    *message = q;
+}
+
+/* A token of RFC 5424's header at *p: 1 to ``most`` non-space characters and a space; *p past
+ * the space. */
+static int header_token(const char **p, const char *end, size_t most, Text *token) {
+    const char *q = non_space_run(*p, end);
+    size_t n = (size_t)(q - *p);
+    if (n < 1 || n > most || q >= end) return -1;
+    *token = (Text){*p, n};
+    *p = q + 1;
+    return 0;
+}
+
+/* A name of RFC 5424's structured data (_SD_ELEMENT's [^\s\]="]{1,32}) at *p. */
+static int sd_name(const char **p, const char *end, Text *name) {
+    const char *q = *p;
+    while (q < end && *q != ' ' && *q != ']' && *q != '=' && *q != '"') q++;
+    size_t n = (size_t)(q - *p);
+    if (n < 1 || n > 32) return -1;
+    *name = (Text){*p, n};
+    *p = q;
+    return 0;
+}
+
+/* RFC 5424 after "<PRI>1 " (syslog's _read_5424): the header, then STRUCTURED-DATA ("-", or
+ * elements whose parameters become fields named SD-ID.name; a value with a backslash, an
+ * escape, is the reference's), then the message. */
+static int syslog_5424(const char *p, const char *end, Buf *out, Read *r) {
+    Text stamp, tokens[4];
+    static const char *const NAMES[] = {"host", "app", "procid", "msgid"};
+    static const size_t MOST[] = {255, 48, 128, 32};
+    if (header_token(&p, end, (size_t)(end - p), &stamp) < 0) return -1;
+    for (int k = 0; k < 4; k++)
+        if (header_token(&p, end, MOST[k], &tokens[k]) < 0) return -1;
+    if (parse_ts(stamp.text, stamp.len, &r->ts_ns) < 0) return -1;
+    r->has_ts = 1;
+    for (int k = 0; k < 4; k++)
+        if (!text_equals(tokens[k], "-", 1)) add_field(r, NAMES[k], tokens[k]);
+    if (p < end && *p == '-' && (p + 1 == end || p[1] == ' ')) {
+        p = p + 1 == end ? end : p + 2;
+    } else {
+        const char *start = p;
+        while (p < end && *p == '[') {
+            Text id, name;
+            p++;
+            if (sd_name(&p, end, &id) < 0) return -1;
+            while (p < end && *p == ' ') {
+                p++;
+                if (sd_name(&p, end, &name) < 0 || end - p < 2 || p[0] != '=' || p[1] != '"')
+                    return -1;
+                const char *value = p + 2;
+                const char *close = value;
+                while (close < end && *close != '"' && *close != '\\') close++;
+                if (close == end || *close != '"' || !room(out, id.len + 1 + name.len)) return -1;
+                char *at = out->data + out->len;
+                memcpy(at, id.text, id.len);
+                at[id.len] = '.';
+                memcpy(at + id.len + 1, name.text, name.len);
+                out->len += id.len + 1 + name.len;
+                if (set_field(r, (Text){at, id.len + 1 + name.len},
+                              (Text){value, (size_t)(close - value)}) < 0)
+                    return -1;
+                p = close + 1;
+            }
+            if (p == end || *p != ']') return -1;
+            p++;
+        }
+        if (p == start) return -1;
+        if (set_field(r, (Text){"structured_data", 15}, (Text){start, (size_t)(p - start)}) < 0)
+            return -1;
+        if (p < end && *p == ' ') p++;
+    }
+    r->message = (Text){p, (size_t)(end - p)};
+    return 0;
+}
+
+/* syslog's RFC 3164 header ("Mmm dd hh:mm:ss[.frac] host ") or RSYSLOG_FileFormat's (an RFC
+ * 3339 time, then the host), after <PRI>, or RFC 5424 (syslog_5424). */
+static int syslog_read(const char *line, const char *end, Buf *out, Read *r) {
+    const char *p = line;
+    if (p < end && *p == '<') {
+        size_t n = digit_run(p + 1, end);
+        int value;
+        if (n < 1 || n > 3 || p + 1 + n >= end || p[1 + n] != '>' ||
+            digits(p + 1, (int)n, &value) < 0 || value > 191)
+            return -1;
+        static const char *const NUMBERS[] = {"0",  "1",  "2",  "3",  "4",  "5",  "6",  "7",
+                                              "8",  "9",  "10", "11", "12", "13", "14", "15",
+                                              "16", "17", "18", "19", "20", "21", "22", "23"};
+        r->level = (Text){NUMBERS[value & 7], 1};
+        add_field(r, "facility", (Text){NUMBERS[value >> 3], strlen(NUMBERS[value >> 3])});
+        p += n + 2;
+        if (starts_with(p, end, "1 ", 2)) return syslog_5424(p + 2, end, out, r);
+    }
+    Text host;
+    const char *q;
+    int month = 0;
+    if (end - p >= 16 && is_upper(p[0]) && p[1] >= 'a' && p[1] <= 'z' && p[2] >= 'a' &&
+        p[2] <= 'z' && p[3] == ' ') {
+        for (int m = 0; m < 12; m++)
+            if (memcmp(p, MONTHS + 3 * m, 3) == 0) month = m + 1;
+        Stamp *st = &r->stamp;
+        if (month == 0 || (p[4] != ' ' && !is_digit(p[4])) || !is_digit(p[5]) || p[6] != ' ' ||
+            p[9] != ':' || p[12] != ':' || digits(p + 7, 2, &st->hour) ||
+            digits(p + 10, 2, &st->minute) || digits(p + 13, 2, &st->second))
+            return -1;
+        st->month = month;
+        st->day = (p[4] == ' ' ? 0 : (p[4] - '0') * 10) + (p[5] - '0');
+        st->fraction = NULL;
+        st->fraction_len = 0;
+        q = p + 15;
+        if (q < end && *q == '.') {
+            size_t n = digit_run(q + 1, end);
+            if (n < 1 || n > 9) return -1;
+            st->fraction = q + 1;
+            st->fraction_len = n;
+            q += 1 + n;
+        }
+        if (q >= end || *q != ' ') return -1;
+        r->yearless = 1;
+    } else if (end - p >= 11 && is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2]) &&
+               is_digit(p[3]) && p[4] == '-' && is_digit(p[5]) && is_digit(p[6]) && p[7] == '-' &&
+               is_digit(p[8]) && is_digit(p[9]) && p[10] == 'T') {
+        q = non_space_run(p + 11, end);
+        if (q == p + 11 || q >= end || parse_ts(p, (size_t)(q - p), &r->ts_ns) < 0) return -1;
+        r->has_ts = 1;
+    } else {
+        return -1;
+    }
+    const char *start = ++q;
+    q = non_space_run(start, end);
+    if (q == start || q >= end) return -1;
+    host = (Text){start, (size_t)(q - start)};
+    add_field(r, "host", host);
+    const char *message;
+    syslog_tag(q + 1, end, r, &message);
+    r->message = (Text){message, (size_t)(end - message)};
+    return 0;
 }
 
 /* -- the event ------------------------------------------------------------------------------ */
@@ -768,7 +943,7 @@ static int word_service(Text word, Text *service) {
 
 int text_starts(int format, const char *line, size_t len) {
     const char *end = line + len;
-    if (format == T_LOGFMT) return 1; /* every line starts a logfmt record */
+    if (format == T_LOGFMT || format == T_SYSLOG) return 1; /* every line starts a record */
     if (!printable(line, len)) return 0;
     if (format == T_OSLO) return oslo_starts(line, end);
     if (format == T_KLOG) return klog_starts(line, end);
@@ -827,18 +1002,20 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     const char *end = line + len;
     Read r;
     r.count = 0;
-    r.has_ts = 0;
+    r.has_ts = r.yearless = 0;
+    r.level = (Text){NULL, 0};
     if (!printable(line, len)) return -1;
     int read = o->format == T_OSLO     ? oslo_read(line, end, &r)
                : o->format == T_PYTHON ? python_read(line, end, &r)
                : o->format == T_KLOG   ? klog_read(line, end, out, &r)
+               : o->format == T_SYSLOG ? syslog_read(line, end, out, &r)
                                        : logfmt_read(line, end, out, &r);
     if (read < 0) return -1;
     memset(row, 0, sizeof *row);
     if (r.has_ts)
         row->ts_ns = r.ts_ns;
-    else if ((o->format == T_KLOG ? yearless_ns(&r.stamp, o, &row->ts_ns)
-                                  : stamp_ns(&r.stamp, o->offset_s, &row->ts_ns)) < 0)
+    else if ((r.yearless ? yearless_ns(&r.stamp, o, &row->ts_ns)
+                         : stamp_ns(&r.stamp, o->offset_s, &row->ts_ns)) < 0)
         return -1;
     if (service_of(o, &r, &row->service) < 0 || field_ids(&FORMAT_TABLES[o->format], &r, row) < 0)
         return -1;
@@ -848,6 +1025,11 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     if (r.level.text == NULL) row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len};
     request_of(&r, row);
 
+    /* attrs: at most every byte escaped, and the quotes, colons and commas */
+    size_t need = 2 + (known ? 0 : 2 * r.level.len + 12);
+    for (int i = 0; i < r.count; i++)
+        need += 2 * (r.fields[i].name.len + r.fields[i].value.len) + 6;
+    if (!room(out, need)) return -1;
     char *at = out->data + out->len;
     int first = 1;
     out->data[out->len++] = '{';

@@ -10,7 +10,7 @@
 #include "record.h"
 
 /* The formats mapped here, by the index map_text's callers name them with. */
-enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, N_TEXT_FORMATS };
+enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, T_SYSLOG, N_TEXT_FORMATS };
 extern const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS];
 
 /* What configure_text() hands over from text/_known.py and text/_event.py. */

@@ -1,6 +1,6 @@
 """A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
-formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``) mapped
-natively, every other line by the parser.
+formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``, ``syslog``)
+mapped natively, every other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
 (``native/text_lines.c``) maps each line it can read with certainty that is a record of its
@@ -45,7 +45,7 @@ from correlator.sources.text._rules_file import TextRules
 __all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
 
 #: The formats the compiled module maps.
-NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog"})
+NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog", "syslog"})
 _NO_RULES: Final = TextRules()
 _LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
 
