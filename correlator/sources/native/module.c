@@ -425,7 +425,8 @@ PyDoc_STRVAR(configure_text_doc,
 "of its level name), the fields that name a request's method, path and status (three\n"
 "lists), and for each format mapped here (oslo, python, logfmt) its identifier field rules\n"
 "(a dict of field to target, in the rules' order: 0-4 the five identifiers, 5 trace_id,\n"
-"6 span_id) and its service fields (a list, first first).");
+"6 span_id), its service fields (a list, first first) and the members that are no field\n"
+"(journald's bookkeeping, a list; every \"__\" member too).");
 
 static PyObject *configure_text(PyObject *self, PyObject *args) {
     PyObject *codes, *http, *formats;
@@ -447,15 +448,16 @@ static PyObject *configure_text(PyObject *self, PyObject *args) {
     if (rc < 0) return NULL;
     for (int f = 0; f < N_TEXT_FORMATS; f++) {
         PyObject *tables = PyDict_GetItemString(formats, TEXT_FORMAT_NAMES[f]);
-        PyObject *ids, *services;
-        if (tables == NULL || !PyArg_ParseTuple(tables, "OO", &ids, &services)) {
+        PyObject *ids, *services, *skipped;
+        if (tables == NULL || !PyArg_ParseTuple(tables, "OOO", &ids, &services, &skipped)) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "formats: no tables for %s", TEXT_FORMAT_NAMES[f]);
             return NULL;
         }
         FormatTables *t = &FORMAT_TABLES[f];
         if (read_word_values(ids, t->id_fields, &t->n_id_fields, "identifier rules", 7) < 0 ||
-            read_words(services, t->service_fields, &t->n_service_fields, "service fields") < 0)
+            read_words(services, t->service_fields, &t->n_service_fields, "service fields") < 0 ||
+            read_words(skipped, t->skipped_fields, &t->n_skipped_fields, "skipped fields") < 0)
             return NULL;
     }
     TEXT_CONFIGURED = 1;
@@ -466,7 +468,8 @@ PyDoc_STRVAR(map_text_doc,
 "map_text(lines, origin, format, offset_s, service, file_service, now_ns, latest_ns)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
-"Map the single-line records of a text format (oslo, python, logfmt, klog or syslog; bytes lines\n"
+"Map the single-line records of a text format (oslo, python, logfmt, klog, syslog or\n"
+"journald; bytes lines\n"
 "without"
 " their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
 "UTC), with --service (or None) and the service the input's name gives (or None), a yearless\n"
@@ -502,7 +505,8 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
         if (strcmp(format, TEXT_FORMAT_NAMES[f]) == 0) options.format = f;
     if (options.format < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "format %.80s is not mapped here (oslo, python, logfmt, klog, syslog)",
+                     "format %.80s is not mapped here (oslo, python, logfmt, klog, syslog, "
+                     "journald)",
                      format);
         return NULL;
     }

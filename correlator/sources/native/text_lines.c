@@ -20,8 +20,10 @@
 #include <string.h>
 
 #include "civil.h"
+#include "json_reader.h"
 
-const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo", "python", "logfmt", "klog", "syslog"};
+const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo",   "python", "logfmt",
+                                                 "klog",   "syslog", "journald"};
 FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
 Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 int N_HTTP_FIELDS[3], N_LEVEL_CODES;
@@ -98,6 +100,7 @@ static int stamp_ns(const Stamp *st, int64_t offset_s, int64_t *ts_ns) {
 
 typedef struct {
     Text name, value;
+    Text canon; /* the value as orjson writes it, when read from JSON (else NULL) */
     int popped; /* read as the time, level or message (logfmt): not a field */
     int taken;  /* its whole value became an identifier: its column holds it, not attrs */
 } Field;
@@ -108,6 +111,7 @@ typedef struct {
     int has_ts;
     int yearless; /* the stamp has no year (klog, RFC 3164) */
     Text level; /* NULL: none (the level is "info") */
+    Text level_canon; /* as orjson writes it, when read from JSON (else NULL) */
     Text message;
     Field fields[MAX_TEXT_FIELDS];
     int count;
@@ -134,12 +138,12 @@ static int set_field(Read *r, Text name, Text value) {
         return 0;
     }
     if (r->count == MAX_TEXT_FIELDS) return -1;
-    r->fields[r->count++] = (Field){name, value, 0, 0};
+    r->fields[r->count++] = (Field){name, value, {NULL, 0}, 0, 0};
     return 0;
 }
 
 static void add_field(Read *r, const char *name, Text value) {
-    r->fields[r->count++] = (Field){{name, strlen(name)}, value, 0, 0};
+    r->fields[r->count++] = (Field){{name, strlen(name)}, value, {NULL, 0}, 0, 0};
 }
 
 /* -- oslo.log -------------------------------------------------------------------------------- */
@@ -763,6 +767,56 @@ static int syslog_read(const char *line, const char *end, Buf *out, Read *r) {
     return 0;
 }
 
+/* -- journald -------------------------------------------------------------------------------- */
+
+static int is_skipped(const FormatTables *tables, const char *key, size_t len) {
+    if (len >= 2 && key[0] == '_' && key[1] == '_') return 1;
+    return word_find(tables->skipped_fields, tables->n_skipped_fields, key, len) != NULL;
+}
+
+/* ``journalctl -o json``'s line: an object of strings (a value of bytes, several values or
+ * null is the reference's), __REALTIME_TIMESTAMP its time in microseconds, PRIORITY its
+ * level, MESSAGE its message (one line: a message of several is the reference's), every
+ * member but the bookkeeping a field. */
+static int journald_read(const char *line, const char *end, Buf *out, Read *r) {
+    Member members[MAX_MEMBERS];
+    int count;
+    Reader reader = {line, end, out};
+    skip_ws(&reader);
+    if (reader.p >= end || *reader.p != '{' || read_object(&reader, 0, members, &count) < 0)
+        return -1;
+    skip_ws(&reader);
+    if (reader.p != end) return -1;
+    const FormatTables *tables = &FORMAT_TABLES[T_JOURNALD];
+    Text stamp = {NULL, 0};
+    r->message = (Text){line, 0};
+    for (int i = 0; i < count; i++) {
+        Member *m = &members[i];
+        if (m->kind != J_STRING) return -1;
+        Text key = {m->key, m->key_len}, value = {m->text, m->text_len};
+        if (!is_skipped(tables, m->key, m->key_len)) {
+            if (r->count == MAX_TEXT_FIELDS) return -1;
+            r->fields[r->count++] = (Field){key, value, {m->canon, m->canon_len}, 0, 0};
+        } else if (text_equals(key, "MESSAGE", 7)) {
+            if (memchr(value.text, '\n', value.len) != NULL) return -1;
+            r->message = value;
+        } else if (text_equals(key, "PRIORITY", 8)) {
+            r->level = value;
+            r->level_canon = (Text){m->canon, m->canon_len};
+        } else if (text_equals(key, "__REALTIME_TIMESTAMP", 20)) {
+            stamp = value;
+        }
+    }
+    if (stamp.text == NULL || stamp.len < 1 || stamp.len > 16 || digit_run(stamp.text,
+        stamp.text + stamp.len) != stamp.len)
+        return -1; /* 16 digits of microseconds are before 2262 */
+    int64_t us = 0;
+    for (size_t i = 0; i < stamp.len; i++) us = us * 10 + (stamp.text[i] - '0');
+    r->ts_ns = us * 1000;
+    r->has_ts = 1;
+    return 0;
+}
+
 /* -- the event ------------------------------------------------------------------------------ */
 
 /* _fields.take_id for a text value: the five identifiers of identifier characters, a trace
@@ -922,12 +976,19 @@ static void put_string(Buf *out, Text t) {
     out->data[out->len++] = '"';
 }
 
-static void put_member(Buf *out, int *first, Text name, Text value) {
+/* A member of attrs: its name (no escape needed but '"' and '\\'), and its value as orjson
+ * writes it (``canon``, when read from JSON) or as a string of printable ASCII. */
+static void put_member(Buf *out, int *first, Text name, Text value, Text canon) {
     if (!*first) out->data[out->len++] = ',';
     *first = 0;
     put_string(out, name);
     out->data[out->len++] = ':';
-    put_string(out, value);
+    if (canon.text != NULL) {
+        memcpy(out->data + out->len, canon.text, canon.len);
+        out->len += canon.len;
+    } else {
+        put_string(out, value);
+    }
 }
 
 /* The service of a file word (_event.file_service): its name up to the first dot; -1 for
@@ -943,7 +1004,8 @@ static int word_service(Text word, Text *service) {
 
 int text_starts(int format, const char *line, size_t len) {
     const char *end = line + len;
-    if (format == T_LOGFMT || format == T_SYSLOG) return 1; /* every line starts a record */
+    if (format == T_LOGFMT || format == T_SYSLOG || format == T_JOURNALD)
+        return 1; /* every line starts a record */
     if (!printable(line, len)) return 0;
     if (format == T_OSLO) return oslo_starts(line, end);
     if (format == T_KLOG) return klog_starts(line, end);
@@ -951,8 +1013,9 @@ int text_starts(int format, const char *line, size_t len) {
 }
 
 /* _event._request: the HTTP fields a record names, and a request line quoted in its message
- * when they name no method (it replaces them all). */
-static void request_of(Read *r, Row *row) {
+ * when they name no method (it replaces them all); -1 for a message the request line's
+ * pattern reads with Unicode's classes (not printable ASCII: the reference reads it). */
+static int request_of(Read *r, Row *row) {
     Text method = {NULL, 0}, path = {NULL, 0}, status = {NULL, 0};
     int any = 0;
     for (int k = 0; k < 3 && !any; k++)
@@ -963,9 +1026,10 @@ static void request_of(Read *r, Row *row) {
         path = first_value(r, HTTP_FIELDS[1], N_HTTP_FIELDS[1]);
         status = first_value(r, HTTP_FIELDS[2], N_HTTP_FIELDS[2]);
     }
-    if (method.text == NULL && memchr(r->message.text, '"', r->message.len) != NULL &&
-        request_line(r->message, row))
-        return;
+    if (method.text == NULL && memchr(r->message.text, '"', r->message.len) != NULL) {
+        if (!printable(r->message.text, r->message.len)) return -1;
+        if (request_line(r->message, row)) return 0;
+    }
     row->method = method;
     row->path = path;
     if (status.len == 3 && is_digit(status.text[0]) && is_digit(status.text[1]) &&
@@ -974,6 +1038,7 @@ static void request_of(Read *r, Row *row) {
                       (status.text[2] - '0');
         row->has_status = 1;
     }
+    return 0;
 }
 
 /* _event.Maker._service: --service, else the first of the format's service fields present
@@ -1003,9 +1068,12 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     Read r;
     r.count = 0;
     r.has_ts = r.yearless = 0;
-    r.level = (Text){NULL, 0};
-    if (!printable(line, len)) return -1;
-    int read = o->format == T_OSLO     ? oslo_read(line, end, &r)
+    r.level = r.level_canon = (Text){NULL, 0};
+    if (o->format == T_JOURNALD ? !utf8_valid((const unsigned char *)line, len)
+                                : !printable(line, len))
+        return -1;
+    int read = o->format == T_JOURNALD ? journald_read(line, end, out, &r)
+               : o->format == T_OSLO   ? oslo_read(line, end, &r)
                : o->format == T_PYTHON ? python_read(line, end, &r)
                : o->format == T_KLOG   ? klog_read(line, end, out, &r)
                : o->format == T_SYSLOG ? syslog_read(line, end, out, &r)
@@ -1023,20 +1091,21 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     row->message = r.message;
     int known = r.level.text == NULL || level_of(r.level, &row->level);
     if (r.level.text == NULL) row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len};
-    request_of(&r, row);
+    if (request_of(&r, row) < 0) return -1;
 
     /* attrs: at most every byte escaped, and the quotes, colons and commas */
-    size_t need = 2 + (known ? 0 : 2 * r.level.len + 12);
+    size_t need = 2 + (known ? 0 : (r.level_canon.text ? r.level_canon.len : 2 * r.level.len) + 12);
     for (int i = 0; i < r.count; i++)
-        need += 2 * (r.fields[i].name.len + r.fields[i].value.len) + 6;
+        need += 2 * r.fields[i].name.len + 6 +
+                (r.fields[i].canon.text ? r.fields[i].canon.len : 2 * r.fields[i].value.len);
     if (!room(out, need)) return -1;
     char *at = out->data + out->len;
     int first = 1;
     out->data[out->len++] = '{';
     for (int i = 0; i < r.count; i++)
         if (!r.fields[i].popped && !r.fields[i].taken)
-            put_member(out, &first, r.fields[i].name, r.fields[i].value);
-    if (!known) put_member(out, &first, (Text){"level", 5}, r.level);
+            put_member(out, &first, r.fields[i].name, r.fields[i].value, r.fields[i].canon);
+    if (!known) put_member(out, &first, (Text){"level", 5}, r.level, r.level_canon);
     out->data[out->len++] = '}';
     /* no attrs at all is null (_schema: an empty dict is not written) */
     row->attrs = first ? (Text){NULL, 0} : (Text){at, (size_t)(out->data + out->len - at)};

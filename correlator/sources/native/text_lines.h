@@ -10,7 +10,7 @@
 #include "record.h"
 
 /* The formats mapped here, by the index map_text's callers name them with. */
-enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, T_SYSLOG, N_TEXT_FORMATS };
+enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, T_SYSLOG, T_JOURNALD, N_TEXT_FORMATS };
 extern const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS];
 
 /* What configure_text() hands over from text/_known.py and text/_event.py. */
@@ -20,6 +20,8 @@ typedef struct {
     int n_id_fields;
     Word service_fields[MAX_WORDS]; /* the fields that name the service, first first */
     int n_service_fields;
+    Word skipped_fields[MAX_WORDS]; /* members that are no field (journald's bookkeeping) */
+    int n_skipped_fields;
 } FormatTables;
 
 extern FormatTables FORMAT_TABLES[N_TEXT_FORMATS];

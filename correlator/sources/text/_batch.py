@@ -1,6 +1,6 @@
 """A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
-formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``, ``syslog``)
-mapped natively, every other line by the parser.
+formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``, ``syslog``,
+``journald``) mapped natively, every other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
 (``native/text_lines.c``) maps each line it can read with certainty that is a record of its
@@ -41,11 +41,12 @@ from correlator.sources.text._event import HTTP_FIELDS, LEVEL_CODES, Maker, orig
 from correlator.sources.text._known import SERVICE_FIELDS, rules_for
 from correlator.sources.text._rules import ID_TARGETS, IdRules
 from correlator.sources.text._rules_file import TextRules
+from correlator.sources.text.journald import BOOKKEEPING
 
 __all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
 
 #: The formats the compiled module maps.
-NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog", "syslog"})
+NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog", "syslog", "journald"})
 _NO_RULES: Final = TextRules()
 _LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
 
@@ -63,6 +64,7 @@ if native is not None:
                     if rule.pattern is None
                 },
                 SERVICE_FIELDS.get(name, ()),
+                BOOKKEEPING if name == "journald" else (),
             )
             for name in NATIVE_FORMATS
         },

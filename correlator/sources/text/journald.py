@@ -15,7 +15,7 @@ the entry; the zone given plays no part). The level is ``PRIORITY`` as written (
 emergency to ``7`` debug), the message ``MESSAGE`` (none: empty). Every other field is kept,
 as text, by its name (``_HOSTNAME``, ``SYSLOG_IDENTIFIER``, ``_SYSTEMD_UNIT``, ``_PID``,
 ``_MACHINE_ID``, ...; see systemd.journal-fields(7)), but the journal's bookkeeping
-(:data:`_BOOKKEEPING`: the entry's address, every ``__`` field, and how journald filed it),
+(:data:`BOOKKEEPING`: the entry's address, every ``__`` field, and how journald filed it),
 which the line keeps: a journal entry carries some thirty fields, and what is stored of each
 record is paid for by every ingest.
 """
@@ -30,14 +30,14 @@ import orjson
 from correlator.sources._time import MAX_NS
 from correlator.sources.text._format import Parsed, TextFormat
 
-__all__ = ["JOURNALD", "read", "starts"]
+__all__ = ["BOOKKEEPING", "JOURNALD", "read", "starts"]
 
 _US_NS: Final = 1000
 #: The journal's bookkeeping, left out of a record's fields (its line keeps them): the
 #: entry's address (``__CURSOR``, ``__MONOTONIC_TIMESTAMP``, ...: every ``__`` field), and
 #: trusted fields that say how journald received and filed it rather than what happened.
 #: ``MESSAGE`` and ``PRIORITY`` are the message and the level.
-_BOOKKEEPING: Final = frozenset(
+BOOKKEEPING: Final = frozenset(
     {
         "MESSAGE",
         "PRIORITY",
@@ -97,7 +97,7 @@ def read(text: str, _zone: tzinfo) -> Parsed | str:
         value_text = value if type(value) is str else _text(value)
         if value_text is None:
             return f"journal field {name[:40]!r} is neither a string, bytes nor a list of them"
-        if name in _BOOKKEEPING or name.startswith("__"):
+        if name in BOOKKEEPING or name.startswith("__"):
             if name == "MESSAGE":
                 message = value_text
             elif name == "PRIORITY":
