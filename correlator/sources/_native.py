@@ -29,7 +29,7 @@ from correlator.sources._source import Parser
 if TYPE_CHECKING:
     from correlator.sources._record_native import Buffers
 
-__all__ = ["NATIVE", "native", "native_table", "runs", "with_declined"]
+__all__ = ["NATIVE", "mappable", "native", "native_table", "runs", "with_declined"]
 
 native: ModuleType | None
 try:
@@ -50,6 +50,19 @@ if native is not None:
         MAX_ID_LENGTH,
         MAX_LINE_BYTES,
     )
+
+
+def mappable(*texts: str | None) -> bool:
+    """Whether the texts a native mapping takes (an origin, a service) are UTF-8: a path with
+    undecodable bytes (``str(path)`` keeps them as surrogates) is the parser's, which rejects
+    what it cannot store."""
+    try:
+        for text in texts:
+            if text is not None:
+                text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def native_table(rows: int, buffers: dict[str, Buffers]) -> pa.Table:

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from correlator._schema import events_table
 from correlator.model import Reject
-from correlator.sources._native import native, native_table, with_declined
+from correlator.sources._native import mappable, native, native_table, with_declined
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
 
@@ -52,7 +52,7 @@ def nginx_table(
     Returns:
         The rows and the rejects (only the parser makes those).
     """
-    if native is None:
+    if native is None or not mappable(origin):
         columns, refused = row_columns(parse, lines, origin, start_line=start_line, **values)
         return events_table(columns), refused
     rows, buffers, declined = native.map_nginx(lines, origin)

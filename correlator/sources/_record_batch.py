@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from correlator._schema import events_table
 from correlator.model import Reject
-from correlator.sources._native import native, native_table
+from correlator.sources._native import mappable, native, native_table
 
 __all__ = ["NumberedColumns", "record_table"]
 
@@ -59,7 +59,7 @@ def record_table(
         The rows (those the Python mapping made last) and the rejects, which only the Python
         mapping makes.
     """
-    if native is None:
+    if native is None or not mappable(origin):
         parsed, rejects = columns(list(enumerate(lines, start_line)), origin, default_layer, source)
         return events_table(parsed), rejects
     rows, buffers, declined = native.map_lines(lines, source, origin, default_layer)

@@ -1,5 +1,5 @@
 """The interface of ``correlator/sources/native/`` (the record mapping for the common JSON
-line, and the nginx combined access line's)."""
+line, the nginx combined access line's, and the text formats' single-line records')."""
 
 from collections.abc import Mapping, Sequence
 
@@ -19,3 +19,19 @@ def map_lines(
     lines: Sequence[bytes], source: str, origin: str, default_layer: str | None
 ) -> tuple[int, dict[str, Buffers], list[int]]: ...
 def map_nginx(lines: Sequence[bytes], origin: str) -> tuple[int, dict[str, Buffers], list[int]]: ...
+def configure_text(
+    level_codes: Mapping[str, int],
+    numbered_levels: Mapping[str, int],
+    http_fields: Sequence[Sequence[str]],
+    formats: Mapping[str, tuple[Mapping[str, int], Sequence[str], Sequence[str]]],
+) -> None: ...
+def map_text(
+    lines: Sequence[bytes],
+    origin: str,
+    format: str,
+    offset_s: int,
+    service: str | None,
+    file_service: str | None,
+    now_ns: int,
+    latest_ns: int,
+) -> tuple[int, dict[str, Buffers], list[int], bytes]: ...

@@ -419,23 +419,25 @@ static PyObject *map_nginx(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(configure_text_doc,
-"configure_text(level_codes, http_fields, formats)\n"
+"configure_text(level_codes, numbered_levels, http_fields, formats)\n"
 "\n"
-"The text formats' tables, after configure(): the level codes (a dict of code to the index\n"
-"of its level name), the fields that name a request's method, path and status (three\n"
-"lists), and for each format mapped here (oslo, python, logfmt) its identifier field rules\n"
+"The text formats' tables, after configure(): the level codes and json's numbered levels\n"
+"(dicts of a code or a number's text to the index of its level name), the fields that name a request's method, path and status (three\n"
+"lists), and for each format mapped here its identifier field rules\n"
 "(a dict of field to target, in the rules' order: 0-4 the five identifiers, 5 trace_id,\n"
 "6 span_id), its service fields (a list, first first) and the members that are no field\n"
 "(journald's bookkeeping, a list; every \"__\" member too).");
 
 static PyObject *configure_text(PyObject *self, PyObject *args) {
-    PyObject *codes, *http, *formats;
-    if (!PyArg_ParseTuple(args, "OOO", &codes, &http, &formats)) return NULL;
+    PyObject *codes, *numbered, *http, *formats;
+    if (!PyArg_ParseTuple(args, "OOOO", &codes, &numbered, &http, &formats)) return NULL;
     if (!CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
     }
-    if (read_word_values(codes, LEVEL_CODES, &N_LEVEL_CODES, "level_codes", N_LEVEL_NAMES) < 0)
+    if (read_word_values(codes, LEVEL_CODES, &N_LEVEL_CODES, "level_codes", N_LEVEL_NAMES) < 0 ||
+        read_word_values(numbered, NUMBERED_LEVELS, &N_NUMBERED_LEVELS, "numbered_levels",
+                         N_LEVEL_NAMES) < 0)
         return NULL;
     PyObject *fast = PySequence_Fast(http, "http_fields must be three lists");
     if (fast == NULL) return NULL;
@@ -468,8 +470,8 @@ PyDoc_STRVAR(map_text_doc,
 "map_text(lines, origin, format, offset_s, service, file_service, now_ns, latest_ns)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
-"Map the single-line records of a text format (oslo, python, logfmt, klog, syslog or\n"
-"journald; bytes lines\n"
+"Map the single-line records of a text format (oslo, python, logfmt, klog, syslog,\n"
+"journald or json; bytes lines\n"
 "without"
 " their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
 "UTC), with --service (or None) and the service the input's name gives (or None), a yearless\n"
@@ -506,7 +508,7 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
     if (options.format < 0) {
         PyErr_Format(PyExc_ValueError,
                      "format %.80s is not mapped here (oslo, python, logfmt, klog, syslog, "
-                     "journald)",
+                     "journald, json)",
                      format);
         return NULL;
     }

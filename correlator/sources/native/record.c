@@ -51,12 +51,14 @@ static int role_of(const char *key, size_t len) {
 
 
 
-/* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads (YYYY-MM-DDTHH:MM:SS, 1 to 9
- * fraction digits after ".", then Z or ±HH:MM), in the years whose every instant the store
- * holds; anything else (a space, a comma, more digits, another offset form) declines. */
+/* The RFC 3339 forms _time.parse_rfc3339_ns reads (its _RFC3339, fully matched): a date,
+ * 'T', 't' or a space, a time, a fraction of any digits after '.' or ',' (nine kept), spaces,
+ * then Z, z, +-HH, +-HHMM or +-HH:MM; in the years whose every instant the store holds.
+ * Anything else (other whitespace, no offset) declines. */
 int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
     int year, month, day, hour, minute, second;
-    if (n < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
+    if (n < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        s[13] != ':' || s[16] != ':')
         return -1;
     if (digits(s, 4, &year) || digits(s + 5, 2, &month) || digits(s + 8, 2, &day) ||
         digits(s + 11, 2, &hour) || digits(s + 14, 2, &minute) || digits(s + 17, 2, &second))
@@ -65,20 +67,34 @@ int parse_ts(const char *s, size_t n, int64_t *ts_ns) {
     if (civil_seconds(year, month, day, hour, minute, second, &civil) < 0) return -1;
     size_t i = 19;
     int64_t fraction = 0;
-    if (i < n && s[i] == '.') {
+    if (i < n && (s[i] == '.' || s[i] == ',')) {
         size_t start = ++i;
-        while (i < n && is_digit(s[i])) fraction = fraction * 10 + (s[i++] - '0');
+        while (i < n && is_digit(s[i])) {
+            if (i - start < 9) fraction = fraction * 10 + (s[i] - '0');
+            i++;
+        }
         size_t count = i - start;
-        if (count == 0 || count > 9) return -1;
+        if (count == 0) return -1;
         for (size_t k = count; k < 9; k++) fraction *= 10;
     }
+    while (i < n && s[i] == ' ') i++;
     int64_t offset = 0;
-    if (i + 1 == n && s[i] == 'Z') {
+    if (i + 1 == n && (s[i] == 'Z' || s[i] == 'z')) {
         offset = 0;
-    } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
-        int oh, om;
-        if (digits(s + i + 1, 2, &oh) || digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int oh, om = 0;
+        size_t left = n - i - 1;
+        const char *d = s + i + 1;
+        if (left == 2) {
+            if (digits(d, 2, &oh) < 0) return -1;
+        } else if (left == 4) {
+            if (digits(d, 2, &oh) || digits(d + 2, 2, &om)) return -1;
+        } else if (left == 5 && d[2] == ':') {
+            if (digits(d, 2, &oh) || digits(d + 3, 2, &om)) return -1;
+        } else {
             return -1;
+        }
+        if (oh > 23 || om > 59) return -1;
         offset = (s[i] == '-' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
     } else {
         return -1;

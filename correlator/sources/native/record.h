@@ -26,8 +26,8 @@ const Word *word_find(const Word *words, int n, const char *text, size_t len);
  * letters, digits and . _ : / @ + ~ -). */
 int safe_id(const char *s, size_t n);
 
-/* The canonical RFC 3339 forms _time.parse_rfc3339_ns reads, in the store's years
- * (YYYY-MM-DDTHH:MM:SS, 1 to 9 fraction digits after ".", then Z or +-HH:MM); -1 declines. */
+/* The RFC 3339 forms _time.parse_rfc3339_ns reads, in the store's years ('T', 't' or a space;
+ * a fraction after '.' or ','; spaces; Z, z, +-HH, +-HHMM or +-HH:MM); -1 declines. */
 int parse_ts(const char *s, size_t n, int64_t *ts_ns);
 
 /* A text value of a row: absent (NULL) or bytes somewhere stable while the row is built. */

@@ -22,11 +22,13 @@
 #include "civil.h"
 #include "json_reader.h"
 
-const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo",   "python", "logfmt",
-                                                 "klog",   "syslog", "journald"};
+const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS] = {"oslo",   "python",   "logfmt", "klog",
+                                                 "syslog", "journald", "json"};
 FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
 Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 int N_HTTP_FIELDS[3], N_LEVEL_CODES;
+Word NUMBERED_LEVELS[MAX_WORDS];
+int N_NUMBERED_LEVELS;
 
 /* The most fields a record mapped here has (a logfmt line with more is declined). */
 #define MAX_TEXT_FIELDS 64
@@ -69,11 +71,9 @@ typedef struct {
     size_t fraction_len;
 } Stamp;
 
-/* "YYYY-MM-DD HH:MM:SS" at p, as digits (what a format's pattern matches; validity apart). */
-static int stamp_at(const char *p, const char *end, Stamp *st) {
-    if (end - p < 19 || p[4] != '-' || p[7] != '-' || p[10] != ' ' || p[13] != ':' ||
-        p[16] != ':')
-        return -1;
+/* "YYYY-MM-DD?HH:MM:SS" at p, '?' any character, as digits (validity apart). */
+static int iso_stamp_at(const char *p, const char *end, Stamp *st) {
+    if (end - p < 19 || p[4] != '-' || p[7] != '-' || p[13] != ':' || p[16] != ':') return -1;
     if (digits(p, 4, &st->year) || digits(p + 5, 2, &st->month) || digits(p + 8, 2, &st->day) ||
         digits(p + 11, 2, &st->hour) || digits(p + 14, 2, &st->minute) ||
         digits(p + 17, 2, &st->second))
@@ -81,6 +81,12 @@ static int stamp_at(const char *p, const char *end, Stamp *st) {
     st->fraction = NULL;
     st->fraction_len = 0;
     return 0;
+}
+
+/* "YYYY-MM-DD HH:MM:SS" at p, as digits (what a format's pattern matches; validity apart). */
+static int stamp_at(const char *p, const char *end, Stamp *st) {
+    if (end - p < 19 || p[10] != ' ') return -1;
+    return iso_stamp_at(p, end, st);
 }
 
 /* _civil.digits_ns in a zone of a fixed offset: -1 for what it refuses, and for the years
@@ -110,8 +116,10 @@ typedef struct {
     int64_t ts_ns; /* when has_ts: read by the format itself (an RFC 3339 time) */
     int has_ts;
     int yearless; /* the stamp has no year (klog, RFC 3164) */
+    Text iso;     /* a time for _civil.iso_ns (logfmt's, json's), else NULL */
     Text level; /* NULL: none (the level is "info") */
     Text level_canon; /* as orjson writes it, when read from JSON (else NULL) */
+    const Word *level_name; /* the level a number names (json's numbered levels), or NULL */
     Text message;
     Field fields[MAX_TEXT_FIELDS];
     int count;
@@ -497,8 +505,8 @@ static int logfmt_read(const char *line, const char *end, Buf *out, Read *r) {
     while (p < end && *p == ' ') p++;
     if (p == end || logfmt_pairs(line, end, out, r) < 0) return -1; /* a blank line, or not */
     Field *time = take_first(r, TIME_KEYS, 3);
-    if (time == NULL || parse_ts(time->value.text, time->value.len, &r->ts_ns) < 0) return -1;
-    r->has_ts = 1;
+    if (time == NULL) return -1;
+    r->iso = time->value;
     Field *level = take_first(r, LEVEL_KEYS, 2);
     r->level = level != NULL ? level->value : (Text){NULL, 0};
     Field *message = take_first(r, MESSAGE_KEYS, 2);
@@ -817,7 +825,176 @@ static int journald_read(const char *line, const char *end, Buf *out, Read *r) {
     return 0;
 }
 
+/* -- json ------------------------------------------------------------------------------------ */
+
+/* _civil.epoch_ns of a non-negative number written INT[.FRAC] (json's Decimal of a float's
+ * repr, which the JSON reader's rendering is): in the unit its magnitude says, truncated to
+ * the nanosecond; -1 past the store's range. */
+static int epoch_ns(Text number, int64_t *ts_ns) {
+    const char *dot = memchr(number.text, '.', number.len);
+    size_t int_len = dot ? (size_t)(dot - number.text) : number.len;
+    if (int_len == 0 || int_len > 19 || number.text[0] == '-') return -1;
+    __int128 whole = 0;
+    for (size_t i = 0; i < int_len; i++) whole = whole * 10 + (number.text[i] - '0');
+    int digits_of_unit = whole < (__int128)100000000000LL      ? 9
+                         : whole < (__int128)100000000000000LL ? 6
+                         : whole < (__int128)100000000000000000LL ? 3
+                                                                  : 0;
+    __int128 ns = whole;
+    for (int k = 0; k < digits_of_unit; k++) ns *= 10;
+    if (dot != NULL) {
+        const char *frac = dot + 1, *frac_end = number.text + number.len;
+        __int128 part = 0;
+        for (int k = 0; k < digits_of_unit; k++)
+            part = part * 10 + (frac + k < frac_end ? frac[k] - '0' : 0);
+        ns += part;
+    }
+    if (ns > (__int128)INT64_MAX) return -1;
+    *ts_ns = (int64_t)ns;
+    return 0;
+}
+
+/* The leaves of a JSON line (text/json.py's _flatten): each field's value as read, by the
+ * field's index. */
+typedef struct {
+    Member members[MAX_TEXT_FIELDS];
+    const Member *of[MAX_TEXT_FIELDS];
+    int count;
+} Leaves;
+
+/* Whether the object at r->p ('{' there) is empty. */
+static int empty_object(const Reader *r) {
+    const char *q = r->p + 1;
+    while (q < r->end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+    return q < r->end && *q == '}';
+}
+
+/* The members of the object at rd->p ('{' there), ``depth`` levels deep, as fields named
+ * with their dotted path (``prefix`` and a dot before each key; none at the top): a nested
+ * object is flattened, anything else (an empty object too) is a leaf, and a name given twice
+ * keeps its first place and its last value, as the reference's dict does. -1 declines
+ * (a repeated key in one object, nesting past the JSON reader's depth, too many fields). */
+static int flatten(Reader *rd, int depth, Text prefix, Read *r, Leaves *leaves) {
+    Key keys[MAX_MEMBERS];
+    int n = 0;
+    Buf *out = rd->out;
+    if (depth > NATIVE_DEPTH) return -1;
+    rd->p++;
+    skip_ws(rd);
+    if (rd->p < rd->end && *rd->p == '}') {
+        rd->p++;
+        return 0;
+    }
+    for (;;) {
+        skip_ws(rd);
+        const char *key;
+        size_t key_len;
+        if (n >= MAX_MEMBERS || read_key(rd, &key, &key_len) < 0) return -1;
+        if (key_seen(keys, n, key, key_len)) return -1;
+        keys[n++] = (Key){key, key_len};
+        Text name = {key, key_len};
+        if (prefix.text != NULL) {
+            if (!room(out, prefix.len + 1 + key_len)) return -1;
+            char *at = out->data + out->len;
+            memcpy(at, prefix.text, prefix.len);
+            at[prefix.len] = '.';
+            memcpy(at + prefix.len + 1, key, key_len);
+            out->len += prefix.len + 1 + key_len;
+            name = (Text){at, prefix.len + 1 + key_len};
+        }
+        if (rd->p < rd->end && *rd->p == '{' && !empty_object(rd)) {
+            if (flatten(rd, depth + 1, name, r, leaves) < 0) return -1;
+        } else {
+            if (leaves->count == MAX_TEXT_FIELDS) return -1;
+            Member *m = &leaves->members[leaves->count++];
+            m->key = name.text;
+            m->key_len = name.len;
+            if (read_value(rd, depth + 1, m, 1) < 0) return -1;
+            Text canon = {m->canon, m->canon_len};
+            Field field = m->kind == J_STRING ? (Field){name, {m->text, m->text_len}, canon, 0, 0}
+                                              : (Field){name, canon, {NULL, 0}, 0, 0};
+            Field *f = field_of(r, name.text, name.len);
+            if (f == NULL) {
+                if (r->count == MAX_TEXT_FIELDS) return -1;
+                f = &r->fields[r->count++];
+            }
+            *f = field;
+            leaves->of[f - r->fields] = m;
+        }
+        skip_ws(rd);
+        if (rd->p >= rd->end) return -1;
+        if (*rd->p == ',') {
+            rd->p++;
+            continue;
+        }
+        if (*rd->p != '}') return -1;
+        rd->p++;
+        return 0;
+    }
+}
+
+/* JSON lines of logging libraries (text/json.py): an object, flattened, its time, level and
+ * message by the first of their keys, every other leaf a field (a string as it is, any other
+ * value as its JSON text). */
+static int json_read(const char *line, const char *end, Buf *out, Read *r) {
+    static const char *const TIME_KEYS[] = {"time", "ts", "@timestamp", "timestamp", "asctime",
+                                            "T"};
+    static const char *const LEVEL_KEYS[] = {"level", "log.level", "severity", "levelname", "L"};
+    static const char *const MESSAGE_KEYS[] = {"msg", "message", "M", "event"};
+    Leaves leaves;
+    leaves.count = 0;
+    Reader reader = {line, end, out};
+    skip_ws(&reader);
+    if (reader.p >= end || *reader.p != '{' || flatten(&reader, 1, (Text){NULL, 0}, r, &leaves) < 0)
+        return -1;
+    skip_ws(&reader);
+    if (reader.p != end) return -1;
+    Field *time = take_first(r, TIME_KEYS, 6);
+    if (time == NULL) return -1;
+    const Member *m = leaves.of[time - r->fields];
+    if (m->kind == J_STRING) {
+        r->iso = time->value;
+    } else if (m->kind != J_INT && m->kind != J_FLOAT) {
+        return -1;
+    } else if (epoch_ns(time->value, &r->ts_ns) < 0) {
+        return -1;
+    } else {
+        r->has_ts = 1;
+    }
+    Field *level = take_first(r, LEVEL_KEYS, 5);
+    if (level != NULL) {
+        m = leaves.of[level - r->fields];
+        r->level = level->value;
+        r->level_canon = level->canon;
+        if (m->kind == J_INT)
+            r->level_name = word_find(NUMBERED_LEVELS, N_NUMBERED_LEVELS, level->value.text,
+                                      level->value.len);
+    }
+    Field *message = take_first(r, MESSAGE_KEYS, 4);
+    r->message = message != NULL ? message->value : (Text){line, 0};
+    return memchr(r->message.text, '\n', r->message.len) == NULL ? 0 : -1;
+}
+
 /* -- the event ------------------------------------------------------------------------------ */
+
+/* _civil.iso_ns: an RFC 3339 time, else one without an offset (_LOCAL: the date, 'T', 't' or
+ * a space, the time, 1-9 digits of fraction after '.' or ','), read in the zone. */
+static int iso_ns(Text t, const TextOptions *o, int64_t *ts_ns) {
+    if (parse_ts(t.text, t.len, ts_ns) == 0) return 0;
+    Stamp st;
+    const char *p = t.text, *end = t.text + t.len;
+    if (iso_stamp_at(p, end, &st) < 0 || (p[10] != 'T' && p[10] != 't' && p[10] != ' ')) return -1;
+    const char *q = p + 19;
+    if (q < end && (*q == '.' || *q == ',')) {
+        size_t n = digit_run(q + 1, end);
+        if (n < 1 || n > 9) return -1;
+        st.fraction = q + 1;
+        st.fraction_len = n;
+        q += 1 + n;
+    }
+    if (q != end) return -1;
+    return stamp_ns(&st, o->offset_s, ts_ns);
+}
 
 /* _fields.take_id for a text value: the five identifiers of identifier characters, a trace
  * or span id of lowercase hex, not all zeros. */
@@ -1004,7 +1181,7 @@ static int word_service(Text word, Text *service) {
 
 int text_starts(int format, const char *line, size_t len) {
     const char *end = line + len;
-    if (format == T_LOGFMT || format == T_SYSLOG || format == T_JOURNALD)
+    if (format == T_LOGFMT || format == T_SYSLOG || format == T_JOURNALD || format == T_JSON)
         return 1; /* every line starts a record */
     if (!printable(line, len)) return 0;
     if (format == T_OSLO) return oslo_starts(line, end);
@@ -1068,11 +1245,13 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     Read r;
     r.count = 0;
     r.has_ts = r.yearless = 0;
+    r.iso = (Text){NULL, 0};
     r.level = r.level_canon = (Text){NULL, 0};
-    if (o->format == T_JOURNALD ? !utf8_valid((const unsigned char *)line, len)
-                                : !printable(line, len))
-        return -1;
+    r.level_name = NULL;
+    int json = o->format == T_JOURNALD || o->format == T_JSON;
+    if (json ? !utf8_valid((const unsigned char *)line, len) : !printable(line, len)) return -1;
     int read = o->format == T_JOURNALD ? journald_read(line, end, out, &r)
+               : o->format == T_JSON   ? json_read(line, end, out, &r)
                : o->format == T_OSLO   ? oslo_read(line, end, &r)
                : o->format == T_PYTHON ? python_read(line, end, &r)
                : o->format == T_KLOG   ? klog_read(line, end, out, &r)
@@ -1080,7 +1259,9 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
                                        : logfmt_read(line, end, out, &r);
     if (read < 0) return -1;
     memset(row, 0, sizeof *row);
-    if (r.has_ts)
+    if (r.iso.text != NULL) {
+        if (iso_ns(r.iso, o, &row->ts_ns) < 0) return -1;
+    } else if (r.has_ts)
         row->ts_ns = r.ts_ns;
     else if ((r.yearless ? yearless_ns(&r.stamp, o, &row->ts_ns)
                          : stamp_ns(&r.stamp, o->offset_s, &row->ts_ns)) < 0)
@@ -1089,7 +1270,10 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
         return -1;
     if (o->format == T_OSLO) oslo_patterns(&r, row);
     row->message = r.message;
-    int known = r.level.text == NULL || level_of(r.level, &row->level);
+    int known = r.level.text == NULL || r.level_name != NULL || level_of(r.level, &row->level);
+    if (r.level_name != NULL)
+        row->level = (Text){LEVEL_NAMES[r.level_name->value].text,
+                            LEVEL_NAMES[r.level_name->value].len};
     if (r.level.text == NULL) row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len};
     if (request_of(&r, row) < 0) return -1;
 

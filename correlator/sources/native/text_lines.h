@@ -10,7 +10,7 @@
 #include "record.h"
 
 /* The formats mapped here, by the index map_text's callers name them with. */
-enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, T_SYSLOG, T_JOURNALD, N_TEXT_FORMATS };
+enum { T_OSLO, T_PYTHON, T_LOGFMT, T_KLOG, T_SYSLOG, T_JOURNALD, T_JSON, N_TEXT_FORMATS };
 extern const char *TEXT_FORMAT_NAMES[N_TEXT_FORMATS];
 
 /* What configure_text() hands over from text/_known.py and text/_event.py. */
@@ -29,6 +29,9 @@ extern FormatTables FORMAT_TABLES[N_TEXT_FORMATS];
  * index of the level name). */
 extern Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 extern int N_HTTP_FIELDS[3], N_LEVEL_CODES;
+/* json's numbered levels (pino's, bunyan's): the number's text, the index of its level. */
+extern Word NUMBERED_LEVELS[MAX_WORDS];
+extern int N_NUMBERED_LEVELS;
 
 /* What an input's records are read with. */
 typedef struct {

@@ -1,6 +1,5 @@
 """A batch of text lines as the ``events`` table's Arrow table: the single-line records of the
-formats the compiled module reads (``oslo``, ``python``, ``logfmt``, ``klog``, ``syslog``,
-``journald``) mapped natively, every other line by the parser.
+built-in formats mapped natively, every other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
 (``native/text_lines.c``) maps each line it can read with certainty that is a record of its
@@ -33,28 +32,41 @@ import pyarrow.compute as pc
 
 from correlator._schema import EVENTS_SCHEMA, events_table
 from correlator.model import LEVELS, Reject
-from correlator.sources._native import native, native_table, with_declined
+from correlator.sources._fields import normalise_level
+from correlator.sources._native import mappable, native, native_table, with_declined
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
 from correlator.sources.text._civil import FUTURE_SLACK_NS
 from correlator.sources.text._event import HTTP_FIELDS, LEVEL_CODES, Maker, origin_service
+from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._known import SERVICE_FIELDS, rules_for
 from correlator.sources.text._rules import ID_TARGETS, IdRules
 from correlator.sources.text._rules_file import TextRules
 from correlator.sources.text.journald import BOOKKEEPING
+from correlator.sources.text.json import NUMBERED_LEVELS
 
 __all__ = ["NATIVE_FORMATS", "mapped_natively", "text_table"]
 
 #: The formats the compiled module maps.
-NATIVE_FORMATS: Final = frozenset({"oslo", "python", "logfmt", "klog", "syslog", "journald"})
+NATIVE_FORMATS: Final = frozenset(FORMATS)
 _NO_RULES: Final = TextRules()
 _LAYER: Final = EVENTS_SCHEMA.get_field_index("layer")
+
+
+def _level_index(word: str) -> int:
+    """The index in the model's levels of the level a word names (json's numbered levels)."""
+    level = normalise_level(word)
+    if level is None:
+        raise ValueError(f"json's numbered level {word!r} names no level")
+    return list(LEVELS).index(level)
+
 
 if native is not None:
     # The tables the compiled module reads a record's level, request, identifiers and
     # service with, from their homes (its pattern rules, oslo's only, are written in C).
     native.configure_text(
         {code: list(LEVELS).index(name) for code, name in LEVEL_CODES.items()},
+        {str(number): _level_index(name) for number, name in NUMBERED_LEVELS.items()},
         HTTP_FIELDS,
         {
             name: (
@@ -93,7 +105,7 @@ def text_table(
         The rows and the rejects (only the parser makes those), in line order.
     """
     offset_s = _native_offset(values)
-    if native is None or offset_s is None:
+    if native is None or offset_s is None or not mappable(origin, values.get("service")):
         columns, rejects = row_columns(parse, lines, origin, start_line=start_line, **values)
         return events_table(columns), rejects
     rows, buffers, declined, row_lines = native.map_text(
