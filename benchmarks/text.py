@@ -26,14 +26,14 @@ that the host's drift hits all alike:
 - whole process (the default): ``python -m correlator --db FRESH ingest --source KIND
   [--format F --layer L] FILE --quiet``, each into a fresh DuckDB file, from start to exit
   (wall seconds; CPU seconds and peak RSS of the process and its parse workers). Every kind
-  is parsed by the CLI's default parse workers (one per core) once its file reaches 64 MiB:
-  ``ndjson`` and ``nginx`` in threads (their native mappings), ``text`` in worker processes;
-  a smaller file is parsed in the ingesting process. The summary the CLI prints must say
+  is parsed by the CLI's default parse workers (one per core) once its file reaches 64 MiB,
+  in threads (the native mappings of ndjson, nginx and every text format); a smaller file
+  is parsed in the ingesting process. The summary the CLI prints must say
   every record was accepted, none a duplicate and none rejected, else the run fails;
 - ``--parse-only``: the source's parsing alone in this process, no store: the lines read with
   ``correlator.ingest.read_lines`` and parsed as the ingest's workers parse them, one batch of
-  50,000 lines after the other (``_parse_workers.reading``: ndjson's and nginx's native
-  mappings, text's row parser into columns; each batch packed for the store, its raw texts
+  50,000 lines after the other (``_parse_workers.reading``: the native mappings, the
+  parsers reading what they decline; each batch packed for the store, its raw texts
   compressed); the events must be every record.
 
 events/s is the records accepted (events) over the median seconds; each kind's ratio to
