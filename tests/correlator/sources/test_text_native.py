@@ -1004,3 +1004,36 @@ def test_an_origin_that_is_not_utf8_gives_what_the_parser_gives(text_format: str
     assert not columns["ts_ns"]
     assert len(rejects) > 20
     _assert_same(lines, "\udcff.log", text_format=text_format)
+
+
+#: Lines just under the limit whose shapes make the mapping look again and again (a quote
+#: before every method, a word before every uuid, pairs without end, objects in objects):
+#: each must take the time of a linear read, whatever the format.
+_HEADS: Final = {
+    "oslo": b"2017-05-16 00:00:04.500 2931 INFO nova.compute.manager [-] ",
+    "python": b"2026-11-29 04:29:29,123 INFO app.module ",
+    "logfmt": b"ts=2026-11-29T04:29:29Z ",
+    "klog": b'I1129 04:29:29.123456   12345 server.go:123] "m" ',
+    "syslog": b"<165>1 2026-11-29T04:29:29Z host app - - ",
+    "journald": b'{"__REALTIME_TIMESTAMP":"1795930893103993","MESSAGE":"',
+    "json": b'{"time":"2026-11-29T04:29:29Z","msg":"',
+}
+_FILLS: Final = [
+    b'"GET /', b'"GET /x HTTP/1.1" status: 200 time: 1', b"node ", b"/servers/", b"/nodes/",
+    b"k=v ", b'k="v" ', b"[id a=\"1\"]", b'{"a":', b"req-", b" time: 1234567", b"x",
+]  # fmt: skip
+LINEAR_LIMIT_S: Final = 5.0
+
+
+@pytest.mark.parametrize("text_format", sorted(_HEADS))
+def test_a_line_near_the_limit_is_mapped_in_linear_time(text_format: str) -> None:
+    head = _HEADS[text_format]
+    lines = [
+        (head + fill * ((MAX_LINE_BYTES - len(head) - 8) // len(fill)))[: MAX_LINE_BYTES - 4]
+        for fill in _FILLS
+    ]
+    started = time.perf_counter()
+    map_text(lines, "x.log", text_format, 0, None, "x", 0, 0)
+    elapsed = time.perf_counter() - started
+    assert elapsed < LINEAR_LIMIT_S * len(lines) / 4, f"{text_format}: {elapsed:.1f} s"
+    _assert_same(lines, "nova-api.log", text_format=text_format, layer="api")
