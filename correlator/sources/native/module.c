@@ -422,11 +422,11 @@ PyDoc_STRVAR(configure_text_doc,
 "configure_text(level_codes, numbered_levels, http_fields, formats)\n"
 "\n"
 "The text formats' tables, after configure(): the level codes and json's numbered levels\n"
-"(dicts of a code or a number's text to the index of its level name), the fields that name a request's method, path and status (three\n"
-"lists), and for each format mapped here its identifier field rules\n"
-"(a dict of field to target, in the rules' order: 0-4 the five identifiers, 5 trace_id,\n"
-"6 span_id), its service fields (a list, first first) and the members that are no field\n"
-"(journald's bookkeeping, a list; every \"__\" member too).");
+"(dicts of a code or a number's text to the index of its level name), the fields that name\n"
+"a request's method, path and status (three lists), and for each format mapped here its\n"
+"identifier field rules (a dict of field to target, in the rules' order: 0-4 the five\n"
+"identifiers, 5 trace_id, 6 span_id), its service fields (a list, first first) and the\n"
+"members that are no field (journald's bookkeeping, a list; every \"__\" member too).");
 
 static PyObject *configure_text(PyObject *self, PyObject *args) {
     PyObject *codes, *numbered, *http, *formats;
@@ -471,12 +471,10 @@ PyDoc_STRVAR(map_text_doc,
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
 "Map the single-line records of a text format (oslo, python, logfmt, klog, syslog,\n"
-"journald or json; bytes lines\n"
-"without"
-" their newline) as text/_source.parse does, in a zone of a fixed offset (seconds east of\n"
-"UTC), with --service (or None) and the service the input's name gives (or None), a yearless\n"
-"time (klog's, RFC 3164's) in the latest year that puts it no later than latest_ns (now_ns and the slack\n"
-"of _civil.yearless_ns); the layer\n"
+"journald or json; bytes lines without their newline) as text/_source.parse does, in a\n"
+"zone of a fixed offset (seconds east of UTC), with --service (or None) and the service the\n"
+"input's name gives (or None), a yearless time (klog's, RFC 3164's) in the latest year that\n"
+"puts it no later than latest_ns (now_ns and the slack of _civil.yearless_ns); the layer\n"
 "column is left null for the caller to place from the service. Every line that is not a\n"
 "record of its own, or that this module is not sure of, is declined, by index, to the\n"
 "parser. Returns as map_lines does, and the index of each row's line as int32 bytes; runs\n"

@@ -2,9 +2,10 @@
 built-in formats mapped natively, every other line by the parser.
 
 The ``text`` source's table path (``table=partial(text_table, parse)``). The compiled mapping
-(``native/text_lines.c``) maps each line it can read with certainty that is a record of its
-own (it starts a record, and so does the line after it), without the GIL, as the format's
-``read`` and ``_event.Maker.event`` do, and declines the others: continuation lines and the
+(``native/text_formats.c`` reads a line, ``text_lines.c`` makes its event) maps each line it
+can read with certainty that is a record of its own (it starts a record, and so does the line
+after it), without the GIL, as the format's ``read`` and ``_event.Maker.event`` do, and
+declines the others: continuation lines and the
 records they continue, rejects, lines that are not printable ASCII. A mapped line starts a
 record and ends one, so the declined lines are parsed run by run, each run from its first
 line's number: together they give what the parser gives for the whole batch.
