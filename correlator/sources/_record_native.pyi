@@ -29,9 +29,10 @@ def map_text(
     lines: Sequence[bytes],
     origin: str,
     format: str,
-    offset_s: int,
+    zone_starts: bytes,
+    zone_offsets: bytes,
     service: str | None,
     file_service: str | None,
-    now_ns: int,
+    now_year: int,
     latest_ns: int,
 ) -> tuple[int, dict[str, Buffers], list[int], bytes]: ...

@@ -21,16 +21,6 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
     return era * 146097 + doe - 719468;
 }
 
-int64_t year_of(int64_t seconds) {
-    int64_t days = (seconds >= 0 ? seconds : seconds - 86399) / 86400 + 719468;
-    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-    int64_t doe = days - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    return yoe + era * 400 + (mp >= 10); /* January and February count to the next year */
-}
-
 int civil_seconds(int year, int month, int day, int hour, int minute, int second,
                   int64_t *seconds) {
     if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1) return -1;

@@ -15,7 +15,5 @@ int digits(const char *p, int n, int *value);
  * offset. */
 int civil_seconds(int year, int month, int day, int hour, int minute, int second,
                   int64_t *seconds);
-/* The year of an instant given as epoch seconds (of a clock's wall time: offset applied). */
-int64_t year_of(int64_t seconds);
 
 #endif

@@ -467,14 +467,16 @@ static PyObject *configure_text(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(map_text_doc,
-"map_text(lines, origin, format, offset_s, service, file_service, now_ns, latest_ns)\n"
+"map_text(lines, origin, format, zone_starts, zone_offsets, service, file_service,\n"
+"         now_year, latest_ns)\n"
 "    -> (rows, columns, declined, row_lines)\n"
 "\n"
 "Map the single-line records of a text format (oslo, python, logfmt, klog, syslog,\n"
 "journald or json; bytes lines without their newline) as text/_source.parse does, in a\n"
-"zone of a fixed offset (seconds east of UTC), with --service (or None) and the service the\n"
-"input's name gives (or None), a yearless time (klog's, RFC 3164's) in the latest year that\n"
-"puts it no later than latest_ns (now_ns and the slack of _civil.yearless_ns); the layer\n"
+"zone given by its table (_civil.zone_table: int64 starts and int32 offsets, native byte\n"
+"order), with --service (or None) and the service the input's name gives (or None), a\n"
+"yearless time (klog's, RFC 3164's) in now_year or the one before, whichever puts it no later\n"
+"than latest_ns (now and the slack of _civil.yearless_ns); the layer\n"
 "column is left null for the caller to place from the service. Every line that is not a\n"
 "record of its own, or that this module is not sure of, is declined, by index, to the\n"
 "parser. Returns as map_lines does, and the index of each row's line as int32 bytes; runs\n"
@@ -491,10 +493,14 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
     PyObject *lines;
     const char *origin, *format, *service, *file_service;
     Py_ssize_t origin_len, format_len, service_len, file_service_len;
-    long long offset_s, now_ns, latest_ns;
-    if (!PyArg_ParseTuple(args, "Os#s#Lz#z#LL", &lines, &origin, &origin_len, &format,
-                          &format_len, &offset_s, &service, &service_len, &file_service,
-                          &file_service_len, &now_ns, &latest_ns))
+    const char *starts, *offsets;
+    Py_ssize_t starts_len, offsets_len;
+    int now_year;
+    long long latest_ns;
+    if (!PyArg_ParseTuple(args, "Os#s#y#y#z#z#iL", &lines, &origin, &origin_len, &format,
+                          &format_len, &starts, &starts_len, &offsets, &offsets_len, &service,
+                          &service_len, &file_service, &file_service_len, &now_year,
+                          &latest_ns))
         return NULL;
     if (!TEXT_CONFIGURED) {
         PyErr_SetString(PyExc_RuntimeError, "configure_text() was not called");
@@ -510,12 +516,27 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
                      format);
         return NULL;
     }
-    if (offset_s <= -86400 || offset_s >= 86400) {
-        PyErr_SetString(PyExc_ValueError, "offset_s: a zone's offset is less than a day");
+    size_t n = (size_t)starts_len / sizeof(int64_t);
+    if (n == 0 || (size_t)starts_len != n * sizeof(int64_t) ||
+        (size_t)offsets_len != n * sizeof(int32_t) || ((const int64_t *)starts)[0] != INT64_MIN) {
+        PyErr_SetString(PyExc_ValueError,
+                         "zone_starts and zone_offsets: n int64 starts, the first the smallest, "
+                         "and n int32 offsets");
         return NULL;
     }
-    options.offset_s = offset_s;
-    options.now_ns = now_ns;
+    for (size_t i = 0; i < n; i++) {
+        int32_t offset = ((const int32_t *)offsets)[i];
+        if ((i && ((const int64_t *)starts)[i] <= ((const int64_t *)starts)[i - 1]) ||
+            (offset != UNKNOWN_OFFSET && (offset <= -86400 || offset >= 86400))) {
+            PyErr_SetString(PyExc_ValueError,
+                             "zone_starts must ascend, and an offset is less than a day");
+            return NULL;
+        }
+    }
+    options.zone_starts = (const int64_t *)starts;
+    options.zone_offsets = (const int32_t *)offsets;
+    options.zone_n = n;
+    options.now_year = now_year;
     options.latest_ns = latest_ns;
     if (service != NULL) options.service = (Text){service, (size_t)service_len};
     if (file_service != NULL) options.file_service = (Text){file_service, (size_t)file_service_len};

@@ -23,30 +23,45 @@ int N_HTTP_FIELDS[3], N_LEVEL_CODES;
 
 /* -- the time ------------------------------------------------------------------------------ */
 
-/* _civil.digits_ns in a zone of a fixed offset: -1 for what it refuses, and for the years
- * civil_seconds leaves to the reference. */
-static int stamp_ns(const Stamp *st, int64_t offset_s, int64_t *ts_ns) {
+/* The zone's offset of a wall-clock second (_civil.wall_offset_s, from the zone's table: the
+ * last segment starting at or before it); UNKNOWN_OFFSET outside the table. */
+static int32_t wall_offset(const TextOptions *o, int64_t local_s) {
+    size_t low = 0, high = o->zone_n; /* zone_starts[0] is the smallest int64 */
+    while (high - low > 1) {
+        size_t middle = low + (high - low) / 2;
+        if (o->zone_starts[middle] <= local_s)
+            low = middle;
+        else
+            high = middle;
+    }
+    return o->zone_offsets[low];
+}
+
+/* _civil.digits_ns in the input's zone: -1 for what it refuses, for the years civil_seconds
+ * leaves to the reference, and for wall-clock times the zone's table does not cover. */
+static int stamp_ns(const Stamp *st, const TextOptions *o, int64_t *ts_ns) {
     int64_t civil;
     if (civil_seconds(st->year, st->month, st->day, st->hour, st->minute, st->second, &civil) < 0)
         return -1;
+    int32_t offset = wall_offset(o, civil);
+    if (offset == UNKNOWN_OFFSET) return -1;
     int64_t nanos = 0;
     for (size_t k = 0; k < 9; k++)
         nanos = nanos * 10 + (k < st->fraction_len ? st->fraction[k] - '0' : 0);
-    *ts_ns = (civil - offset_s) * 1000000000LL + nanos;
+    *ts_ns = (civil - offset) * 1000000000LL + nanos;
     return 0;
 }
 
-/* _civil.yearless_ns in a zone of a fixed offset: the year of now, else the one before when
- * that puts the time past now and the slack. 29 February (a search for a leap year) is the
+/* _civil.yearless_ns: the year of now on the zone's clock, else the one before when that puts
+ * the time past now and the slack. 29 February (a search for a leap year) is the
  * reference's. */
 static int yearless_ns(Stamp *st, const TextOptions *o, int64_t *ts_ns) {
     if (st->month == 2 && st->day == 29) return -1;
-    int64_t now_s = o->now_ns / 1000000000LL - (o->now_ns % 1000000000LL < 0);
-    st->year = (int)year_of(now_s + o->offset_s);
-    if (stamp_ns(st, o->offset_s, ts_ns) < 0) return -1;
+    st->year = o->now_year;
+    if (stamp_ns(st, o, ts_ns) < 0) return -1;
     if (*ts_ns <= o->latest_ns) return 0;
     st->year--;
-    return stamp_ns(st, o->offset_s, ts_ns);
+    return stamp_ns(st, o, ts_ns);
 }
 
 /* -- the built-in pattern rules ------------------------------------------------------------ */
@@ -121,7 +136,7 @@ static int iso_ns(Text t, const TextOptions *o, int64_t *ts_ns) {
         q += 1 + n;
     }
     if (q != end) return -1;
-    return stamp_ns(&st, o->offset_s, ts_ns);
+    return stamp_ns(&st, o, ts_ns);
 }
 
 /* _fields.take_id for a text value: the five identifiers of identifier characters, a trace
@@ -368,7 +383,7 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
     } else if (r.has_ts)
         row->ts_ns = r.ts_ns;
     else if ((r.yearless ? yearless_ns(&r.stamp, o, &row->ts_ns)
-                         : stamp_ns(&r.stamp, o->offset_s, &row->ts_ns)) < 0)
+                         : stamp_ns(&r.stamp, o, &row->ts_ns)) < 0)
         return -1;
     if (service_of(o, &r, &row->service) < 0 || field_ids(&FORMAT_TABLES[o->format], &r, row) < 0)
         return -1;

@@ -16,14 +16,22 @@
 extern Word HTTP_FIELDS[3][MAX_WORDS], LEVEL_CODES[MAX_WORDS];
 extern int N_HTTP_FIELDS[3], N_LEVEL_CODES;
 
+/* What _civil.ZoneTable gives where it does not know a wall-clock time's offset. */
+#define UNKNOWN_OFFSET INT32_MIN
+
 /* What an input's records are read with. */
 typedef struct {
     int format;
-    int64_t offset_s;  /* the zone's fixed UTC offset (a zone with rules is not mapped here) */
+    /* The zone's offsets by wall-clock time (_civil.zone_table): from zone_starts[i] (seconds
+     * since 1970 on the zone's clock; the first is the smallest int64) to the next start,
+     * zone_offsets[i] seconds east of UTC, or UNKNOWN_OFFSET. */
+    const int64_t *zone_starts;
+    const int32_t *zone_offsets;
+    size_t zone_n;
     Text service;      /* --service, or NULL */
     Text file_service; /* the service the input's name gives, or NULL */
-    int64_t now_ns;    /* a yearless time's year is the latest not after now + the slack */
-    int64_t latest_ns; /* (_civil.yearless_ns: now + FUTURE_SLACK_NS) */
+    int now_year;      /* a yearless time is this year's on the zone's clock, or the one */
+    int64_t latest_ns; /* before when that puts it past latest_ns (now + FUTURE_SLACK_NS) */
 } TextOptions;
 
 /* The row of a line that starts a record and is the whole of it, its texts in the line or in

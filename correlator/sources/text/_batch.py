@@ -15,7 +15,8 @@ read only the service, a record's layer is its service's, placed once per distin
 (:meth:`~correlator.sources.text._event.Maker.place`); the records none places are handed to
 the parser with the declined lines, which rejects them saying what to give. The rest is the
 parser's alone: another format, operator identifier rules, layer rules that read other
-fields, a zone with daylight-saving rules, rules without the built-in ones.
+fields, rules without the built-in ones. A zone with daylight-saving rules is handed over as
+its table of offsets by wall-clock time (``_civil.zone_table``), built once a year and zone.
 ``tests/correlator/sources/test_text_native.py`` feeds both paths the same generated and
 hostile lines.
 """
@@ -23,8 +24,10 @@ hostile lines.
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Mapping, Sequence
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
 from itertools import chain
 from typing import Any, Final
 
@@ -37,7 +40,7 @@ from correlator.sources._fields import normalise_level
 from correlator.sources._native import mappable, native, native_table, with_declined
 from correlator.sources._row_columns import row_columns
 from correlator.sources._source import Parser
-from correlator.sources.text._civil import FUTURE_SLACK_NS
+from correlator.sources.text._civil import FUTURE_SLACK_NS, now_year, zone_table
 from correlator.sources.text._event import HTTP_FIELDS, LEVEL_CODES, Maker, origin_service
 from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._known import SERVICE_FIELDS, rules_for
@@ -105,18 +108,20 @@ def text_table(
     Returns:
         The rows and the rejects (only the parser makes those), in line order.
     """
-    offset_s = _native_offset(values)
-    if native is None or offset_s is None or not mappable(origin, values.get("service")):
+    if native is None or not _native_rules(values) or not mappable(origin, values.get("service")):
         columns, rejects = row_columns(parse, lines, origin, start_line=start_line, **values)
         return events_table(columns), rejects
+    zone: tzinfo = values.get("zone") or UTC
+    now_ns = time.time_ns()
+    year = now_year(zone, now_ns)
     rows, buffers, declined, row_lines = native.map_text(
         lines,
         origin,
         values["text_format"],
-        offset_s,
+        *_zone(zone, year),
         values.get("service"),
         origin_service(origin),
-        now_ns := time.time_ns(),
+        year,
         now_ns + FUTURE_SLACK_NS,
     )
     table, unplaced = _placed(native_table(rows, buffers), row_lines, _maker(values))
@@ -128,23 +133,31 @@ def text_table(
 def mapped_natively(values: Mapping[str, Any]) -> bool:
     """Whether the compiled module maps the records of an input read with these options
     (settled): then threads parse its batches (``Source.threads``)."""
-    return native is not None and _native_offset(values) is not None
+    return native is not None and _native_rules(values)
 
 
-def _native_offset(values: Mapping[str, Any]) -> int | None:
-    """The zone's UTC offset in seconds when the native mapping reads these options, else
-    None (the module says when)."""
+def _native_rules(values: Mapping[str, Any]) -> bool:
+    """Whether the native mapping reads records with these options (the module says when)."""
     rules: TextRules = values.get("rules") or _NO_RULES
-    if (
+    return not (
         values.get("text_format") not in NATIVE_FORMATS
         or rules.identifiers
         or not rules.builtin
         or any(rule.field != "service" for rule in rules.layers)
-    ):
-        return None
-    zone: tzinfo = values.get("zone") or UTC
-    offset = zone.utcoffset(None)
-    return None if offset is None else int(offset.total_seconds())
+    )
+
+
+@lru_cache(maxsize=64)
+def _zone(zone: tzinfo, year: int) -> tuple[bytes, bytes]:
+    """A zone's offsets by wall-clock time around ``year`` (``_civil.zone_table``) as the
+    compiled module takes them: int64 starts and int32 offsets."""
+    starts, offsets = zone_table(zone, _year_ns(year))
+    return array("q", starts).tobytes(), array("i", offsets).tobytes()
+
+
+def _year_ns(year: int) -> int:
+    """An instant in the middle of ``year`` (a zone's table is built around it)."""
+    return int(datetime(year, 7, 1, tzinfo=UTC).timestamp()) * 1_000_000_000
 
 
 def _maker(values: Mapping[str, Any]) -> Maker:

@@ -22,12 +22,17 @@ from correlator.sources._time import MAX_NS, MIN_NS, OUT_OF_RANGE, parse_rfc3339
 
 __all__ = [
     "FUTURE_SLACK_NS",
+    "UNKNOWN_OFFSET",
+    "ZoneTable",
     "civil_ns",
     "digits_ns",
     "epoch_ns",
     "fraction_ns",
     "iso_ns",
+    "now_year",
+    "wall_offset_s",
     "yearless_ns",
+    "zone_table",
 ]
 
 _NS: Final = 1_000_000_000
@@ -80,19 +85,81 @@ def civil_ns(
     if hour > 23 or minute > 59 or second > 60:
         raise ValueError(f"{hour:02}:{minute:02}:{second:02} is not a valid time of day")
     local_s = days * 86_400 + hour * 3600 + minute * 60 + second
-    offset = zone.utcoffset(None)  # a fixed offset needs no date
-    if offset is None:
-        try:
-            # Arithmetic on an aware datetime is wall-clock arithmetic, and yields fold=0.
-            offset = (datetime(1970, 1, 1, tzinfo=zone) + timedelta(seconds=local_s)).utcoffset()
-        except OverflowError:
-            raise ValueError(f"year {year} is {OUT_OF_RANGE}") from None
-        if offset is None:
-            raise ValueError(f"time zone {zone!r} gives no UTC offset")
-    ts_ns = (local_s - int(offset.total_seconds())) * _NS + nanos
+    try:
+        offset_s = wall_offset_s(local_s, zone)
+    except OverflowError:
+        raise ValueError(f"year {year} is {OUT_OF_RANGE}") from None
+    ts_ns = (local_s - offset_s) * _NS + nanos
     if not MIN_NS <= ts_ns <= MAX_NS:
         raise ValueError(f"year {year} is {OUT_OF_RANGE}")
     return ts_ns
+
+
+def wall_offset_s(local_s: int, zone: tzinfo) -> int:
+    """The UTC offset, in seconds, of a wall-clock time in ``zone`` (seconds since 1970-01-01
+    00:00 on that clock): ``fold=0`` where a change skips or repeats it.
+
+    Raises:
+        OverflowError: a time outside the years ``datetime`` holds.
+        ValueError: the zone gives no offset.
+    """
+    offset = zone.utcoffset(None)  # a fixed offset needs no date
+    if offset is None:
+        # Arithmetic on an aware datetime is wall-clock arithmetic, and yields fold=0.
+        offset = (datetime(1970, 1, 1, tzinfo=zone) + timedelta(seconds=local_s)).utcoffset()
+        if offset is None:
+            raise ValueError(f"time zone {zone!r} gives no UTC offset")
+    return int(offset.total_seconds())
+
+
+#: A zone's offsets by wall-clock time, for the compiled text mapping: ``(starts, offsets)``,
+#: each wall-clock second from ``starts[i]`` (seconds since 1970 on that clock) up to the next
+#: start reads with ``offsets[i]``; :data:`UNKNOWN_OFFSET` where the table does not say.
+ZoneTable = tuple[tuple[int, ...], tuple[int, ...]]
+#: What a :data:`ZoneTable` gives where it does not know the offset (the reader declines).
+UNKNOWN_OFFSET: Final = -(2**31)
+#: The years a zone's table covers around now (logs are read soon after they are written; a
+#: time outside is read by the parser).
+_TABLE_YEARS: Final = (30, 2)
+#: The step a zone's offsets are sampled at before each change is found to the second: two
+#: changes of a zone are months apart.
+_TABLE_STEP_S: Final = 6 * 3600
+
+
+def zone_table(zone: tzinfo, now_ns: int) -> ZoneTable:
+    """The offsets of ``zone`` by wall-clock time (:data:`ZoneTable`), as
+    :func:`wall_offset_s` gives them: one segment for a fixed offset, else the wall-clock
+    times from :data:`_TABLE_YEARS` years before the year of ``now_ns`` to as many after,
+    each change found to the second."""
+    fixed = zone.utcoffset(None)
+    if fixed is not None:
+        return (-(2**63),), (int(fixed.total_seconds()),)
+    year = now_year(zone, now_ns)
+    first = (date(year - _TABLE_YEARS[0], 1, 1).toordinal() - _EPOCH_ORDINAL) * 86_400
+    last = (date(year + _TABLE_YEARS[1], 1, 1).toordinal() - _EPOCH_ORDINAL) * 86_400
+    starts, offsets = [-(2**63), first], [UNKNOWN_OFFSET, wall_offset_s(first, zone)]
+    at = first
+    while at < last:
+        step = min(_TABLE_STEP_S, last - at)
+        if wall_offset_s(at + step, zone) != offsets[-1]:
+            low, high = at, at + step  # the offset changes in (low, high]
+            while high - low > 1:
+                middle = (low + high) // 2
+                if wall_offset_s(middle, zone) == offsets[-1]:
+                    low = middle
+                else:
+                    high = middle
+            starts.append(high)
+            offsets.append(wall_offset_s(high, zone))
+        at += step
+    starts.append(last)
+    offsets.append(UNKNOWN_OFFSET)
+    return tuple(starts), tuple(offsets)
+
+
+def now_year(zone: tzinfo, now_ns: int) -> int:
+    """The year it is at ``now_ns`` on a clock in ``zone``."""
+    return datetime.fromtimestamp(now_ns // _NS, zone).year
 
 
 def digits_ns(
@@ -134,7 +201,7 @@ def yearless_ns(
         ValueError: no such year (an impossible date or time of day, 29 February with no leap
             year near), or an instant outside 1677-2262.
     """
-    year = datetime.fromtimestamp(now_ns // _NS, zone).year
+    year = now_year(zone, now_ns)
     error = ValueError(f"{month:02}-{day:02} is not a valid date in any recent year")
     for candidate in range(year, year - _LEAP_SEARCH, -1):
         try:

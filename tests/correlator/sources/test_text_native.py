@@ -21,8 +21,9 @@ escaped as surrogates) must not change what the parser says either.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from datetime import UTC, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -38,8 +39,15 @@ from correlator._schema import events_table
 from correlator.model import MAX_LINE_BYTES
 from correlator.sources._record_native import map_text  # CI builds it: its absence fails
 from correlator.sources._row_columns import row_columns
+from correlator.sources.text import _batch
 from correlator.sources.text._batch import text_table
-from correlator.sources.text._civil import FUTURE_SLACK_NS
+from correlator.sources.text._civil import (
+    FUTURE_SLACK_NS,
+    UNKNOWN_OFFSET,
+    now_year,
+    wall_offset_s,
+    zone_table,
+)
 from correlator.sources.text._event import origin_service
 from correlator.sources.text._formats import FORMATS
 from correlator.sources.text._rules_file import TextRules, read_rules
@@ -765,19 +773,16 @@ def _assert_same(
     assert _rows(table) == _rows(events_table(columns))
 
 
+#: UTC's table and this year, as ``_batch.text_table`` hands them to the compiled mapping.
+_UTC: Final = _batch._zone(UTC, now_year(UTC, time.time_ns()))
+_NOW: Final = (now_year(UTC, time.time_ns()), time.time_ns() + FUTURE_SLACK_NS)
+
+
 def _declined(lines: Sequence[bytes], origin: str, text_format: str) -> list[int]:
     """The indexes of the lines the compiled mapping leaves to the parser (in UTC, without
     --service), after checking that it maps every other line."""
-    now_ns = time.time_ns()
     rows, _, declined, row_lines = map_text(
-        lines,
-        origin,
-        text_format,
-        0,
-        None,
-        origin_service(origin),
-        now_ns,
-        now_ns + FUTURE_SLACK_NS,
+        lines, origin, text_format, *_UTC, None, origin_service(origin), *_NOW
     )
     assert rows == len(lines) - len(declined) == len(row_lines) // 4
     return list(declined)
@@ -1033,7 +1038,63 @@ def test_a_line_near_the_limit_is_mapped_in_linear_time(text_format: str) -> Non
         for fill in _FILLS
     ]
     started = time.perf_counter()
-    map_text(lines, "x.log", text_format, 0, None, "x", 0, 0)
+    map_text(lines, "x.log", text_format, *_UTC, None, "x", *_NOW)
     elapsed = time.perf_counter() - started
     assert elapsed < LINEAR_LIMIT_S * len(lines) / 4, f"{text_format}: {elapsed:.1f} s"
     _assert_same(lines, "nova-api.log", text_format=text_format, layer="api")
+
+
+@pytest.mark.parametrize(
+    "zone_name",
+    [
+        "Europe/Paris",
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "America/Sao_Paulo",
+        "Asia/Kolkata",
+    ],
+)
+def test_wall_clock_times_around_a_zones_changes_give_what_the_parser_gives(zone_name: str) -> None:
+    # A zone with rules is read from its table of offsets by wall-clock time: every change
+    # the table holds, the seconds around it (a skipped hour, a repeated one: fold=0), and
+    # times past the table's ends (left to the parser), in the formats that write no offset.
+    zone = ZoneInfo(zone_name)
+    starts, _ = zone_table(zone, time.time_ns())
+    walls = [starts[1] - 1, starts[-1], starts[-1] - 1]
+    for start in starts[1:-1]:
+        walls += [start + delta for delta in (-3601, -1800, -1, 0, 1, 1799, 3600)]
+    stamps = [datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=wall) for wall in walls]
+    lines = [
+        stamp.strftime(pattern).encode()
+        for stamp in stamps
+        for pattern in (
+            "%Y-%m-%d %H:%M:%S.123 2931 INFO nova.compute.manager [-] m",
+            "%Y-%m-%d %H:%M:%S,5 INFO app.module m",
+        )
+    ]
+    oslo, python = lines[::2], lines[1::2]
+    # natively, but for the times outside the table
+    table = _batch._zone(zone, now_year(zone, time.time_ns()))
+    _, _, declined, _ = map_text(oslo, "nova-api.log", "oslo", *table, None, "nova-api", *_NOW)
+    outside = [i for i, wall in enumerate(walls) if not starts[1] <= wall < starts[-1]]
+    assert declined == outside
+    assert len(outside) <= len(walls) / 2
+    _assert_same(oslo, "nova-api.log", text_format="oslo", zone=zone)
+    _assert_same(python, "nova-api.log", text_format="python", zone=zone)
+    logfmt = [b"time=" + line[:19].replace(b" ", b"T") + b" msg=m" for line in python]
+    _assert_same(logfmt, "nova-api.log", text_format="logfmt", zone=zone)
+
+
+def test_a_zones_table_holds_every_change_the_zone_makes() -> None:
+    # zone_table samples a zone every few hours and finds each change to the second: it
+    # agrees with the offset of every wall-clock hour and of each second around a change.
+    for zone_name in ("Europe/Paris", "Australia/Lord_Howe", "America/St_Johns"):
+        zone = ZoneInfo(zone_name)
+        starts, offsets = zone_table(zone, time.time_ns())
+        assert offsets[0] == offsets[-1] == UNKNOWN_OFFSET
+        for wall in range(starts[1], starts[-1], 3600):
+            index = bisect_right(starts, wall) - 1
+            assert offsets[index] == wall_offset_s(wall, zone), (zone_name, wall)
+        for start, offset in zip(starts[2:-1], offsets[2:-1], strict=True):
+            assert wall_offset_s(start, zone) == offset
+            assert wall_offset_s(start - 1, zone) != offset
