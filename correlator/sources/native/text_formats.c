@@ -656,11 +656,12 @@ static int journald_read(const char *line, const char *end, Buf *out, TextRecord
             stamp = value;
         }
     }
-    if (stamp.text == NULL || stamp.len < 1 || stamp.len > 16 || digit_run(stamp.text,
-        stamp.text + stamp.len) != stamp.len)
-        return -1; /* 16 digits of microseconds are before 2262 */
-    int64_t us = 0;
+    if (stamp.text == NULL || stamp.len < 1 || stamp.len > 16 ||
+        digit_run(stamp.text, stamp.text + stamp.len) != stamp.len)
+        return -1;
+    int64_t us = 0; /* 16 digits fit: below 10^16 */
     for (size_t i = 0; i < stamp.len; i++) us = us * 10 + (stamp.text[i] - '0');
+    if (us > INT64_MAX / 1000) return -1; /* after 2262: the reference rejects it */
     r->ts_ns = us * 1000;
     r->has_ts = 1;
     return 0;

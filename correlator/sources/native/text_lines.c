@@ -266,8 +266,12 @@ static int request_line(Text message, Row *row) {
 }
 
 /* _event._level: the level of a word, and whether it is one (else "info", and the word kept
- * in attrs). */
+ * in attrs); -1 for a word that is not printable ASCII, or starts or ends with a space (the
+ * reference strips Unicode's spaces and lowercases Unicode's letters). */
 static int level_of(Text word, Text *level) {
+    if (!printable(word.text, word.len) ||
+        (word.len && (word.text[0] == ' ' || word.text[word.len - 1] == ' ')))
+        return -1;
     const Word *w = word_find(LEVEL_WORDS, N_LEVEL_WORDS, word.text, word.len);
     if (w == NULL && word.len <= 16) {
         char lower[16];
@@ -389,11 +393,16 @@ int map_text_line(const TextOptions *o, const char *line, size_t len, Buf *out, 
         return -1;
     if (o->format == T_OSLO) oslo_patterns(&r, row);
     row->message = r.message;
-    int known = r.level.text == NULL || r.level_name != NULL || level_of(r.level, &row->level);
-    if (r.level_name != NULL)
+    int known = 1; /* a level word none knows is kept in attrs */
+    if (r.level_name != NULL) {
         row->level = (Text){LEVEL_NAMES[r.level_name->value].text,
                             LEVEL_NAMES[r.level_name->value].len};
-    if (r.level.text == NULL) row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len};
+    } else if (r.level.text != NULL) {
+        known = level_of(r.level, &row->level);
+        if (known < 0) return -1;
+    } else {
+        row->level = (Text){LEVEL_NAMES[1].text, LEVEL_NAMES[1].len}; /* "info" */
+    }
     if (request_of(&r, row) < 0) return -1;
 
     /* attrs: at most every byte escaped, and the quotes, colons and commas */

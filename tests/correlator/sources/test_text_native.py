@@ -773,6 +773,31 @@ def _assert_same(
     assert _rows(table) == _rows(events_table(columns))
 
 
+def _check(
+    rule_sets: list[TextRules | None],
+    lines: Sequence[bytes],
+    text_format: str,
+    origin: str,
+    layer: str | None,
+    service: str | None,
+    zone: tzinfo,
+    rules: int,
+    start_line: int,
+) -> None:
+    """:func:`_assert_same` with the options a property test draws (``rules``: the index of
+    a rules file of the ``rule_sets`` fixture)."""
+    _assert_same(
+        lines,
+        origin,
+        start_line,
+        text_format=text_format,
+        layer=layer,
+        service=service,
+        zone=zone,
+        rules=rule_sets[rules],
+    )
+
+
 #: UTC's table and this year, as ``_batch.text_table`` hands them to the compiled mapping.
 _UTC: Final = _batch._zone(UTC, now_year(UTC, time.time_ns()))
 _NOW: Final = (now_year(UTC, time.time_ns()), time.time_ns() + FUTURE_SLACK_NS)
@@ -810,16 +835,7 @@ def test_the_native_mapping_gives_what_the_parser_gives(
     rules: int,
     start_line: int,
 ) -> None:
-    _assert_same(
-        lines,
-        origin,
-        start_line,
-        text_format=text_format,
-        layer=layer,
-        service=service,
-        zone=zone,
-        rules=rule_sets[rules],
-    )
+    _check(rule_sets, lines, text_format, origin, layer, service, zone, rules, start_line)
 
 
 @st.composite
@@ -900,16 +916,7 @@ def test_mostly_readable_lines_give_what_the_parser_gives(
 ) -> None:
     # The native mapping's share: lines it reads among a few it must decline, with the
     # options it applies itself (fixed offsets, layer rules on the service).
-    _assert_same(
-        lines,
-        origin,
-        start_line,
-        text_format=text_format,
-        layer=layer,
-        service=service,
-        zone=zone,
-        rules=rule_sets[rules],
-    )
+    _check(rule_sets, lines, text_format, origin, layer, service, zone, rules, start_line)
 
 
 # -- the real lines -----------------------------------------------------------------------------
