@@ -194,11 +194,12 @@ def test_a_tables_span_is_its_events_span(tmp_path: Path, request_time: str) -> 
         assert ingest_lines(store, "nginx", lines, "f.log").accepted == 3
 
 
-def test_text_files_are_parsed_in_worker_processes_each_in_its_own_format(
+def test_text_files_are_parsed_by_workers_each_in_its_own_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_pools: list[RecordingPool]
 ) -> None:
     # --format auto settles each file's format from its first lines, in the reading thread;
     # the workers read each file's batches in that format, the notes say what was chosen.
+    # The built-in formats are mapped natively: parse threads read them.
     monkeypatch.setattr("correlator.ingest.PARALLEL_MIN_BYTES", 0)  # every file is "large"
     paths = []
     for name in ("python", "klog", "oslo"):
@@ -214,6 +215,7 @@ def test_text_files_are_parsed_in_worker_processes_each_in_its_own_format(
     assert [note.split(": ")[0] for note in parallel.notes] == [str(path) for path in paths]
     assert len(started_pools) == 1
     assert started_pools[0].ran_elsewhere()
+    assert started_pools[0].threads
 
 
 def test_a_text_file_no_format_reads_stops_the_ingest_after_the_files_before_it(
@@ -257,3 +259,5 @@ def test_an_operators_own_format_is_read_in_worker_processes(
     assert sum("\n" in e.raw for e in stored) == 15  # the folded lines, each in its record
     assert {e.correlation_id for e in stored} == {f"req-{n}" for n in range(60)}
     assert started_pools[0].submitted > 1 and started_pools[0].ran_elsewhere()
+    # the operator's identifier rules are the parser's alone: worker processes read them
+    assert not started_pools[0].threads
