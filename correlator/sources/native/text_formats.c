@@ -32,6 +32,17 @@ int iso_stamp_at(const char *p, const char *end, Stamp *st) {
 }
 
 /* "YYYY-MM-DD HH:MM:SS" at p, as digits (what a format's pattern matches; validity apart). */
+int fraction_at(const char **p, const char *end, const char *marks, Stamp *st) {
+    const char *q = *p;
+    if (q == end || memchr(marks, *q, strlen(marks)) == NULL) return 0;
+    size_t n = digit_run(q + 1, end);
+    if (n < 1 || n > 9) return -1;
+    st->fraction = q + 1;
+    st->fraction_len = n;
+    *p = q + 1 + n;
+    return 0;
+}
+
 int stamp_at(const char *p, const char *end, Stamp *st) {
     if (end - p < 19 || p[10] != ' ') return -1;
     return iso_stamp_at(p, end, st);
@@ -77,14 +88,7 @@ typedef struct {
 static int oslo_head_at(const char *p, const char *end, OsloHead *h) {
     if (stamp_at(p, end, &h->stamp) < 0) return -1;
     const char *q = p + 19;
-    if (q < end && *q == '.') {
-        size_t n = digit_run(q + 1, end);
-        if (n < 1 || n > 9) return -1;
-        h->stamp.fraction = q + 1;
-        h->stamp.fraction_len = n;
-        q += 1 + n;
-    }
-    if (q >= end || *q != ' ') return -1;
+    if (fraction_at(&q, end, ".", &h->stamp) < 0 || q >= end || *q != ' ') return -1;
     q++;
     size_t n = digit_run(q, end);
     if (n == 0 || q + n >= end || q[n] != ' ') return -1;
@@ -388,13 +392,7 @@ static int klog_head(const char *line, const char *end, TextRecord *r, const cha
     r->level = (Text){p, 1};
     r->yearless = 1;
     p += 14;
-    if (p < end && *p == '.') {
-        size_t n = digit_run(p + 1, end);
-        if (n < 1 || n > 9) return -1;
-        st->fraction = p + 1;
-        st->fraction_len = n;
-        p += 1 + n;
-    }
+    if (fraction_at(&p, end, ".", st) < 0) return -1;
     const char *spaces = p;
     while (p < end && *p == ' ') p++;
     size_t n = digit_run(p, end);
@@ -587,14 +585,7 @@ static int syslog_read(const char *line, const char *end, Buf *out, TextRecord *
         st->fraction = NULL;
         st->fraction_len = 0;
         q = p + 15;
-        if (q < end && *q == '.') {
-            size_t n = digit_run(q + 1, end);
-            if (n < 1 || n > 9) return -1;
-            st->fraction = q + 1;
-            st->fraction_len = n;
-            q += 1 + n;
-        }
-        if (q >= end || *q != ' ') return -1;
+        if (fraction_at(&q, end, ".", st) < 0 || q >= end || *q != ' ') return -1;
         r->yearless = 1;
     } else if (end - p >= 11 && is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2]) &&
                is_digit(p[3]) && p[4] == '-' && is_digit(p[5]) && is_digit(p[6]) && p[7] == '-' &&

@@ -113,5 +113,9 @@ Field *field_named(TextRecord *r, const char *name);
 /* "YYYY-MM-DD?HH:MM:SS" at p, '?' any character; stamp_at: '?' a space. */
 int iso_stamp_at(const char *p, const char *end, Stamp *st);
 int stamp_at(const char *p, const char *end, Stamp *st);
+/* A fraction of a second at *p, as the formats' (?:[.,](\d{1,9}))? reads one where a space or
+ * the line's end must follow: after one of ``marks``, 1 to 9 digits, into ``st``; *p past it.
+ * No mark there: 0, nothing read; a mark without 1 to 9 digits: -1. */
+int fraction_at(const char **p, const char *end, const char *marks, Stamp *st);
 
 #endif

@@ -128,14 +128,7 @@ static int iso_ns(Text t, const TextOptions *o, int64_t *ts_ns) {
     const char *p = t.text, *end = t.text + t.len;
     if (iso_stamp_at(p, end, &st) < 0 || (p[10] != 'T' && p[10] != 't' && p[10] != ' ')) return -1;
     const char *q = p + 19;
-    if (q < end && (*q == '.' || *q == ',')) {
-        size_t n = digit_run(q + 1, end);
-        if (n < 1 || n > 9) return -1;
-        st.fraction = q + 1;
-        st.fraction_len = n;
-        q += 1 + n;
-    }
-    if (q != end) return -1;
+    if (fraction_at(&q, end, ".,", &st) < 0 || q != end) return -1;
     return stamp_ns(&st, o, ts_ns);
 }
 
