@@ -748,16 +748,21 @@ layer = 'api'
 _RULES: Final = st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4])
 
 
-@pytest.fixture(scope="module")
-def rule_sets(tmp_path_factory: pytest.TempPathFactory) -> list[TextRules | None]:
-    """No rules, then each of :data:`_RULE_TEXTS`, read."""
-    folder = tmp_path_factory.mktemp("rules")
+def _read_rule_texts(folder: Path, texts: Sequence[str]) -> list[TextRules | None]:
+    """No rules, then each of ``texts``, read from a file in ``folder``: what ``rules``
+    indexes in the property tests."""
     read: list[TextRules | None] = [None]
-    for index, text in enumerate(_RULE_TEXTS):
+    for index, text in enumerate(texts):
         path = folder / f"rules{index}.toml"
         path.write_text(text)
         read.append(read_rules(str(path), frozenset(FORMATS)))
     return read
+
+
+@pytest.fixture(scope="module")
+def rule_sets(tmp_path_factory: pytest.TempPathFactory) -> list[TextRules | None]:
+    """No rules, then each of :data:`_RULE_TEXTS`, read."""
+    return _read_rule_texts(tmp_path_factory.mktemp("rules"), _RULE_TEXTS)
 
 
 def _rows(table: Any) -> list[dict[str, Any]]:

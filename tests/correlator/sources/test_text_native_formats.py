@@ -52,13 +52,13 @@ from benchmarks.text import SYSLOG as SYSLOG_KIND
 from benchmarks.text import Kind
 from correlator.model import MAX_LINE_BYTES
 from correlator.sources.text._civil import FUTURE_SLACK_NS
-from correlator.sources.text._formats import FORMATS
-from correlator.sources.text._rules_file import TextRules, read_rules
+from correlator.sources.text._rules_file import TextRules
 from tests.correlator.sources.test_text_native import (
     _assert_same,
     _benchmark,
     _check,
     _declined,
+    _read_rule_texts,
     _spoiled,
 )
 
@@ -149,13 +149,7 @@ _RULES: Final = st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4])
 @pytest.fixture(scope="module")
 def rule_sets(tmp_path_factory: pytest.TempPathFactory) -> list[TextRules | None]:
     """No rules, then each of :data:`_RULE_TEXTS`, read."""
-    folder = tmp_path_factory.mktemp("rules")
-    read: list[TextRules | None] = [None]
-    for index, text in enumerate(_RULE_TEXTS):
-        path = folder / f"rules{index}.toml"
-        path.write_text(text)
-        read.append(read_rules(str(path), frozenset(FORMATS)))
-    return read
+    return _read_rule_texts(tmp_path_factory.mktemp("rules"), _RULE_TEXTS)
 
 
 def _quote(text: str) -> str:
