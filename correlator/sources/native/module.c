@@ -19,7 +19,8 @@
  * The tables it checks against (layers, owner layers, level words, the identifier length)
  * are handed over by configure(), from agent_logging.schema and _fields, so they have one
  * home. BLAKE2b follows RFC 7693 (digest size 8, the source kind as personalisation, as
- * _lines.hasher sets up hashlib's).
+ * _lines.hasher sets up hashlib's); a batch's rows are hashed after they are mapped, four
+ * lines side by side where the CPU has AVX2 (blake2b.c: 2.05 against 2.36 µs a line mapped).
  *
  * Memory: per line, one scratch buffer reserved for three times the line (renderings, decoded
  * texts and attrs fit in it, so pointers into it stay valid while the row is built); per
@@ -40,6 +41,8 @@
 
 static size_t MAX_LINE_BYTES;
 static int CONFIGURED, TEXT_CONFIGURED;
+/* The lines hashed side by side (b2_hash_many): b2_lanes() unless hash_lanes() set 1. */
+static int HASH_LANES = 1;
 
 enum {
     C_TS_NS, C_LAYER, C_SOURCE, C_ORIGIN, C_MESSAGE, C_RAW, C_HASH, C_SERVICE, C_LEVEL,
@@ -281,11 +284,15 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
     const char **data = malloc(sizeof(char *) * (size_t)(n ? n : 1));
     size_t *lens = malloc(sizeof(size_t) * (size_t)(n ? n : 1));
     char *declined = calloc((size_t)(n ? n : 1), 1);
+    /* The rows' lines as hashed (the row's line, its last '\r' left out where strip_cr says),
+     * hashed together at the end, several side by side (b2_hash_many). */
+    const uint8_t **hashed = malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+    size_t *hashed_lens = malloc(sizeof(size_t) * (size_t)(n ? n : 1));
     Column *cols = calloc(N_COLUMNS, sizeof(Column));
     Record *rec = malloc(sizeof(Record));
     Buf out = {0}, row_lines = {0};
     int failed = 0;
-    if (!data || !lens || !declined || !cols || !rec) failed = 1;
+    if (!data || !lens || !declined || !hashed || !hashed_lens || !cols || !rec) failed = 1;
     for (Py_ssize_t i = 0; !failed && i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
         if (!PyBytes_Check(item)) {
@@ -335,7 +342,9 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
                 declined[i] = 1;
                 continue;
             }
-            row.hash = b2_hash(start, (const uint8_t *)line, len);
+            row.hash = 0; /* b2_hash_many writes it below */
+            hashed[cols[0].rows] = (const uint8_t *)line;
+            hashed_lens[cols[0].rows] = len;
             if (append_row(cols, &row, source_text, origin_text, (Text){line, row.raw_len}) < 0) {
                 failed = 1;
                 break;
@@ -345,6 +354,9 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
                 buf_put(&row_lines, &index, 4); /* reserved above */
             }
         }
+        if (!failed && b2_hash_many(start, hashed, hashed_lens, (size_t)cols[0].rows,
+                                    (int64_t *)cols[C_HASH].values.data, HASH_LANES) < 0)
+            failed = 1;
         Py_END_ALLOW_THREADS
     }
     PyObject *result = NULL;
@@ -379,6 +391,8 @@ static PyObject *map_batch(PyObject *lines, const char *source, Py_ssize_t sourc
     free(row_lines.data);
     free(rec);
     free(declined);
+    free(hashed);
+    free(hashed_lens);
     free(lens);
     free(data);
     Py_DECREF(fast);
@@ -544,12 +558,31 @@ static PyObject *map_text(PyObject *self, PyObject *args) {
                      1);
 }
 
+PyDoc_STRVAR(hash_lanes_doc,
+"hash_lanes(lanes=None) -> int\n"
+"\n"
+"How many lines the content hash runs side by side: 4 where the CPU has AVX2, else 1. Given\n"
+"1, every line is hashed alone from then on; given 4, side by side again where the CPU can\n"
+"(the tests compare both with hashlib). Returns the number in use.");
+
+static PyObject *hash_lanes(PyObject *self, PyObject *args) {
+    int lanes = 0;
+    if (!PyArg_ParseTuple(args, "|i", &lanes)) return NULL;
+    if (lanes != 0 && lanes != 1 && lanes != 4) {
+        PyErr_SetString(PyExc_ValueError, "lanes must be 1 or 4");
+        return NULL;
+    }
+    if (lanes) HASH_LANES = lanes == 4 ? b2_lanes() : 1;
+    return PyLong_FromLong(HASH_LANES);
+}
+
 static PyMethodDef METHODS[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"map_lines", map_lines, METH_VARARGS, map_lines_doc},
     {"map_nginx", map_nginx, METH_VARARGS, map_nginx_doc},
     {"configure_text", configure_text, METH_VARARGS, configure_text_doc},
     {"map_text", map_text, METH_VARARGS, map_text_doc},
+    {"hash_lanes", hash_lanes, METH_VARARGS, hash_lanes_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -563,5 +596,6 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__record_native(void) {
     record_init();
+    HASH_LANES = b2_lanes();
     return PyModule_Create(&MODULE);
 }

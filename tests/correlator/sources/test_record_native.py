@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from benchmarks.fleet import generate
 from correlator._schema import events_table
 from correlator.model import IDENTIFIER_KEYS, LAYERS, OWNER_LAYERS, Reject
-from correlator.sources import _native, ndjson
+from correlator.sources import _native, _record_native, ndjson
 from correlator.sources._fields import LEVEL_WORDS
 from correlator.sources._record_native import map_lines  # CI builds it: its absence fails
 
@@ -399,6 +399,33 @@ def test_what_the_native_mapping_leaves_to_the_python_one(line: bytes) -> None:
     assert (rows, declined) == (0, [0])
     native, python = _both([line])
     assert native == python
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_lines_hashed_side_by_side_hash_as_hashlib_does(lanes: int) -> None:
+    """Lines of every length up to nine blocks, shuffled so that each count of blocks has lines
+    of many lengths beside each other (the last block's counter and padding differ per lane),
+    a few past the grouped counts (hashed alone), some with a '\r' the hash leaves out: the
+    rows the Python path gives, hashes included, hashed four side by side (where the CPU can)
+    and one by one."""
+    rng = random.Random(26)
+    lines = [orjson.dumps({**_BASE, "message": "m" * size}) for size in range(0, 1100)]
+    lines += [orjson.dumps({**_BASE, "message": "é" * size}) for size in (1100, 2100, 5000)]
+    lines += [line + b"\r" for line in lines[::7]]
+    rng.shuffle(lines)
+    used = _record_native.hash_lanes()
+    try:
+        assert _record_native.hash_lanes(lanes) in ({1} if lanes == 1 else {1, 4})
+        native, python = _both(lines, "agent")
+        assert len(native[0]) == len(lines)
+        assert native == python
+    finally:
+        _record_native.hash_lanes(used)
+
+
+def test_hash_lanes_takes_one_or_four() -> None:
+    with pytest.raises(ValueError, match="lanes must be 1 or 4"):
+        _record_native.hash_lanes(2)
 
 
 def test_the_native_module_is_the_one_ingest_uses() -> None:
