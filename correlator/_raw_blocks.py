@@ -95,7 +95,7 @@ def pack(table: pa.Table, *, ordered: bool = False) -> Packed:
     if ordered:
         table = _in_store_order(table)
     at = table.schema.get_field_index("raw")
-    raw = table.column(at).combine_chunks()
+    raw = _array(table.column(at))
     rows = len(raw)
     if not rows:
         spans = [pa.array([], kind) for kind in (pa.int64(), pa.int32(), pa.int32())]
@@ -123,9 +123,15 @@ def _in_store_order(table: pa.Table) -> pa.Table:
     rows, hash included as DuckDB's ORDER BY has it)."""
     import pyarrow.compute as pc  # a worker's large batch only
 
-    nodes = pc.dictionary_encode(table.column("node_id").combine_chunks()).indices
+    nodes = pc.dictionary_encode(_array(table.column("node_id"))).indices
     keys = pa.table({"node": nodes, "ts_ns": table.column("ts_ns")})
     return table.take(pc.sort_indices(keys, [("node", "ascending"), ("ts_ns", "ascending")]))
+
+
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (``combine_chunks`` copies even that
+    one: a batch's raw texts, ~17 MB, into fresh pages every batch)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _with_spans(table: pa.Table, at: int, spans: list[pa.Array]) -> pa.Table:
