@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -71,7 +71,10 @@ _REQ: Final = f"req-{_U1}"
 _GREQ: Final = f"req-{_U2}"
 
 
-def _mostly(right: Sequence[str], wrong: Sequence[str]) -> st.SearchStrategy[str]:
+T = TypeVar("T")
+
+
+def _mostly(right: Sequence[T], wrong: Sequence[T]) -> st.SearchStrategy[T]:
     """One of ``right`` seven times in eight, else one of ``wrong`` (shrinks to the first
     right one). (``st.one_of`` of the same strategy repeated would not weigh it more.)"""
     return st.sampled_from([*right] * (7 * len(wrong)) + [*wrong] * len(right))

@@ -58,6 +58,7 @@ from tests.correlator.sources.test_text_native import (
     _benchmark,
     _check,
     _declined,
+    _mostly,
     _read_rule_texts,
     _spoiled,
 )
@@ -161,9 +162,7 @@ def _quote(text: str) -> str:
 def _pick(odd: bool, right: Sequence[T], wrong: Sequence[T]) -> st.SearchStrategy[T]:
     """One of ``right`` seven times in eight, else one of ``wrong`` (shrinks to the first
     right one); only ``right`` when not ``odd`` (lines the native mapping mostly reads)."""
-    if not odd:
-        return st.sampled_from(right)
-    return st.sampled_from([*right] * (7 * len(wrong)) + [*wrong] * len(right))
+    return _mostly(right, wrong) if odd else st.sampled_from(right)
 
 
 # -- times ----------------------------------------------------------------------------------
